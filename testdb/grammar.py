@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from testdb.errors import Diagnostic, Severity, SourceLoc
 
@@ -61,13 +62,20 @@ class Entry:
     test: str  # what the line names: a node id or the unittest selection text, without prefix
     loc: SourceLoc
     kind: str  # "nodeid" | "unittest" | "path" (a file or directory that is not a unittest/ line)
-    node: NodeId | None = None
     gpu_prefix: str | None = None  # the GPU of a ``full:GPU/`` prefix
     marker: str | None = None
     reason: str | None = None
     timeout_minutes: int | None = None
     isolation: bool = False
     comment: str | None = None
+
+    @cached_property
+    def node(self) -> NodeId | None:
+        """The node id split into parts (computed on first use; not stored in the cache)."""
+        return split_node_id(self.test) if self.kind == "nodeid" else None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "node"}
 
     @property
     def is_unittest(self) -> bool:
@@ -233,4 +241,4 @@ def _make_entry(text: str, loc: SourceLoc, gpu: str | None, marker: str | None,
                 f"{text!r} is not an exact node id; pytest options work only on unittest/ "
                 "lines", "not-node-id"))
         return Entry(test=text, kind="path", **common)  # type: ignore[arg-type]
-    return Entry(test=text, kind="nodeid", node=node, **common)  # type: ignore[arg-type]
+    return Entry(test=text, kind="nodeid", **common)  # type: ignore[arg-type]

@@ -1,0 +1,113 @@
+"""The ``testdb`` command line: a thin click layer over the library (commands load lazily)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from testdb import __version__
+from testdb.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TestDbError
+
+# name -> (module, attribute, one-line help); modules import only when their command runs,
+# which keeps `testdb where` start-up fast.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "stats": ("reports.cmd_stats", "stats", "Count contexts, blocks, entries, QA lists, waives."),
+    "where": ("reports.cmd_where", "where", "Which stages run a test, per parametrization."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        cmd = getattr(importlib.import_module(spec[0]), spec[1])
+        assert isinstance(cmd, click.Command)
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@dataclass
+class Options:
+    root: str = "."
+    stages: str | None = None
+    triggers: str | None = None
+    platform_facts: str | None = None
+    use_cache: bool = True
+    _index: Any = field(default=None, repr=False)
+
+    def index(self) -> Any:
+        if self._index is None:
+            from testdb.index import load
+
+            self._index = load(self.root, stages=self.stages, triggers=self.triggers,
+                               platform_facts=self.platform_facts, use_cache=self.use_cache)
+        return self._index
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                              "max_content_width": 100})
+@click.option("--root", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Checkout root in the TensorRT-LLM layout.")
+@click.option("--stages", "stages", default=None, type=click.Path(dir_okay=False),
+              help="Stage table: jenkins/L0_Test.groovy or a YAML table like ci/stages.yml "
+                   "(default: found under --root).")
+@click.option("--triggers", default=None, type=click.Path(dir_okay=False),
+              help="PR gate data like ci/pr-triggers.yml (default: found under --root).")
+@click.option("--platform-facts", default=None, type=click.Path(dir_okay=False),
+              help="Known per-platform facts (YAML: platforms: {name: {fact: value}}).")
+@click.option("--no-cache", is_flag=True, help="Parse everything afresh.")
+@click.version_option(__version__, prog_name="testdb")
+@click.pass_context
+def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
+        platform_facts: str | None, no_cache: bool) -> None:
+    """testdb-audit: which CI stages run each test, and is your change guarded before merge?
+
+    \b
+    Examples:
+      testdb --root ~/TensorRT-LLM stats
+      testdb --root ~/TensorRT-LLM where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
+    """
+    ctx.obj = Options(root, stages, triggers, platform_facts, not no_cache)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: library errors become `error: path:line: ...` and exit 2, never a traceback."""
+    try:
+        rv = cli.main(args=argv, prog_name="testdb", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_BAD_INPUT)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except TestDbError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit 3
+        if os.environ.get("TESTDB_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n"
+                   "This is a bug in testdb-audit; rerun with TESTDB_DEBUG=1 for a traceback "
+                   "and report it.", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,48 @@
+"""Shared CLI helpers: output formats, colour policy, diagnostics on stderr, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+import click
+
+from testdb.errors import EXIT_BAD_INPUT, Diagnostic, Severity
+
+VERDICT_COLOURS = {"pre-merge": "green", "gated": "yellow", "post-merge-only": "red",
+                   "qa-only": "magenta", "waived": "bright_black", "unscheduled": "red"}
+
+
+def format_option(*choices: str) -> Any:
+    return click.option("--format", "fmt", type=click.Choice(list(choices)), default=choices[0],
+                        show_default=True, help="Output format.")
+
+
+def use_colour(stream: Any = None) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    stream = stream or sys.stdout
+    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+
+
+def paint(text: str, colour: str | None, enabled: bool, bold: bool = False) -> str:
+    return click.style(text, fg=colour, bold=bold) if enabled and colour else text
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def report_diagnostics(diags: Iterable[Diagnostic], *, quiet_warnings: bool = False,
+                       limit: int = 50) -> int:
+    """Print diagnostics to stderr (errors first); return the exit code they imply."""
+    ds = sorted(diags, key=lambda d: (-d.severity.rank, d.loc))
+    errors = sum(1 for d in ds if d.severity is Severity.ERROR)
+    shown = [d for d in ds if not (quiet_warnings and d.severity is not Severity.ERROR)]
+    for d in shown[:limit]:
+        click.echo(str(d), err=True)
+    if len(shown) > limit:
+        click.echo(f"... and {len(shown) - limit} more (see `testdb lint`)", err=True)
+    return EXIT_BAD_INPUT if errors else 0

@@ -1,0 +1,56 @@
+"""Answer "where does this test run?" for a pattern: exact id, id without params, name, glob."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from testdb.errors import UsageError
+from testdb.index import Index
+from testdb.schedule import Placement, Schedule, verdict_for
+
+
+@dataclass(frozen=True)
+class TestWhere:
+    """One test id (a parametrization or a unit-test selection) and every line that names it."""
+
+    __test__ = False
+    id: str
+    verdict: str
+    placements: tuple[Placement, ...]
+    via: str = ""  # how the pattern reached it ("selection" for unittest resolution)
+
+
+def _glob(pattern: str) -> str:
+    # `[` is literal in test ids; only `*` and `?` are wildcards here.
+    return pattern.replace("[", "[[]")
+
+
+def match_ids(ids: list[str], pattern: str) -> list[str]:
+    """Test ids the pattern names, in a stable order."""
+    pattern = pattern.strip()
+    if not pattern:
+        raise UsageError("empty pattern", hint="give a node id, a Class::function, a name or a glob")
+    if pattern in ids:
+        return [pattern]
+    if "*" in pattern or "?" in pattern:
+        g = _glob(pattern)
+        return sorted(i for i in ids if fnmatchcase(i, g) or fnmatchcase(_head(i), g))
+    out = []
+    for i in ids:
+        head = _head(i)
+        if head == pattern or head.endswith("::" + pattern) or head.endswith("/" + pattern):
+            out.append(i)
+    return sorted(out)
+
+
+def _head(test_id: str) -> str:
+    b = test_id.find("[")
+    return test_id if b < 0 else test_id[:b]
+
+
+def where(index: Index, pattern: str) -> list[TestWhere]:
+    sched: Schedule = index.schedule
+    ids = match_ids(list(sched.placements), pattern)
+    return [TestWhere(i, verdict_for(sched.placements[i]), tuple(sched.placements[i]))
+            for i in ids]
