@@ -18,6 +18,7 @@ from testdb.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TestDbError
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "stats": ("reports.cmd_stats", "stats", "Count contexts, blocks, entries, QA lists, waives."),
     "where": ("reports.cmd_where", "where", "Which stages run a test, per parametrization."),
+    "audit": ("reports.cmd_audit", "audit", "Is a change guarded by tests that run pre-merge?"),
 }
 
 

@@ -34,8 +34,8 @@ _MAX_PAGES = 500  # 50k comments: past this a Link loop is likelier than a real 
 _BACKOFF_BASE = 1.0
 _BACKOFF_CAP = 60.0
 _SECONDARY_LIMIT_WAIT = 60.0  # GitHub's advice when a rate limit names no wait
-_REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_TOKEN_RE = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII, no spaces: safe in a header
+_REPO_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")  # printable ASCII, no spaces: safe in a header
 _LINK_RE = re.compile(r'<([^>]*)>\s*;\s*rel="([^"]*)"')
 _PERMISSION_HINT = (
     "the token may not write comments: give the job `permissions: pull-requests: write` "
@@ -143,7 +143,9 @@ def upsert_comment(
             if others:
                 _log.warning(
                     "%d older comments on %s#%d also carry the marker; left in place",
-                    len(others), repo, pr,
+                    len(others),
+                    repo,
+                    pr,
                 )
             if _same_text(newest.body, body):
                 action: Action = "created" if posted else "unchanged"
@@ -161,13 +163,13 @@ def upsert_comment(
 def _check_arguments(
     repo: str, pr: int, token: str, api_url: str, marker: str, max_retries: int
 ) -> None:
-    if not _REPO_RE.match(repo):
+    if not _REPO_RE.fullmatch(repo) or any(part.strip(".") == "" for part in repo.split("/")):
         raise InputError(f"repository {repo!r} is not of the form owner/name")
     if isinstance(pr, bool) or not isinstance(pr, int) or pr <= 0:
         raise InputError(f"pull request number {pr!r} is not a positive integer")
     if not token:
         raise UsageError("no GitHub token given", hint="set GITHUB_TOKEN")
-    if not _TOKEN_RE.match(token):
+    if not _TOKEN_RE.fullmatch(token):
         # Never echo the token, not even a fragment of it.
         raise UsageError(
             "the GitHub token contains spaces or non-ASCII characters",
@@ -276,9 +278,7 @@ class _Session:
         self._sleep(wait)
         self._waited += wait
 
-    def _request(
-        self, method: str, url: str, what: str, payload: object = None
-    ) -> _Response:
+    def _request(self, method: str, url: str, what: str, payload: object = None) -> _Response:
         # Only for idempotent calls (GET, PATCH): repeating them cannot do harm.
         attempt = 0
         while True:
@@ -288,9 +288,7 @@ class _Session:
             self.pause(outcome, attempt)
             attempt += 1
 
-    def _attempt(
-        self, method: str, url: str, what: str, payload: object
-    ) -> _Response | _Transient:
+    def _attempt(self, method: str, url: str, what: str, payload: object) -> _Response | _Transient:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         request = urllib.request.Request(url, data=data, method=method)
         request.add_header("Accept", "application/vnd.github+json")
@@ -314,9 +312,7 @@ class _Session:
             response = _Response(exc.code, exc.headers, _lenient_json(raw))
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return _Transient(
-                f"{what}: no answer ({type(reason).__name__}: {reason})", None, True
-            )
+            return _Transient(f"{what}: no answer ({type(reason).__name__}: {reason})", None, True)
         return self._classify(response, what)
 
     def _classify(self, response: _Response, what: str) -> _Response | _Transient:

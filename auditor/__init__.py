@@ -1,0 +1,1 @@
+"""Change analysis: diff to linked guards to verdicts, run plans and launch backends."""

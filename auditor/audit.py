@@ -1,0 +1,300 @@
+"""The audit: a change -> behaviour changes -> guards by evidence tier -> verdicts and findings."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any
+
+import testdb
+from auditor.behaviour import Behaviour, behaviours, code_units, unit_at
+from auditor.diff import Change, FileChange, is_test_path
+from auditor.graph import ImportGraph, build_graph
+from auditor.guards import GuardLocator, best, compute_gates
+from auditor.lists_diff import list_changes
+from auditor.model import TIERS, Audit, BehaviourResult, Finding, Guard, Run
+from testdb.index import DEFS_DIR, Index
+
+LISTS_DIR = "tests/integration/test_lists/"
+
+
+def test_file_id(path: str) -> str | None:
+    """The test-list spelling of a test source path (relative to defs/ or tests/)."""
+    if path.startswith(DEFS_DIR + "/"):
+        return path[len(DEFS_DIR) + 1:]
+    if path.startswith("tests/unittest/"):
+        return path[len("tests/"):]
+    return None
+
+
+def _split_params(params: str) -> list[tuple[str | None, str]]:
+    out: list[tuple[str | None, str]] = []
+    for part in params.split("-"):
+        name, eq, value = part.partition("=")
+        out.append((name, value) if eq else (None, part))
+    return out
+
+
+class Auditor:
+    def __init__(self, index: Index, change: Change, inventory: Any = None,
+                 graph: ImportGraph | None = None, coverage: str | None = None) -> None:
+        self.index = index
+        self.change = change
+        self.gates = compute_gates(change.paths, index.triggers)
+        texts = {f.new_path: f.new_text for f in change.files if f.new_path and f.new_text}
+        self.graph = graph or build_graph(change.root, texts)
+        self.inventory = inventory if inventory is not None else _static_inventory(change.root)
+        self.locator = GuardLocator.build(index, self.gates, self.inventory)
+        self.coverage = coverage
+        self._param_index = self._build_param_index()
+        self._guard_cache: dict[str, tuple[str, str, Any, str]] = {}
+
+    # ---- candidates --------------------------------------------------------------------------
+    def _all_ids(self) -> set[str]:
+        ids = set(self.index.schedule.placements)
+        if self.inventory is not None:
+            ids |= {i.nodeid for i in self.inventory if not i.is_placeholder}
+        return ids
+
+    def _build_param_index(self) -> dict[str, list[tuple[str, str | None]]]:
+        idx: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+        for tid in self._all_ids():
+            b = tid.find("[")
+            if b < 0 or not tid.endswith("]"):
+                continue
+            for name, value in _split_params(tid[b + 1:-1]):
+                if value:
+                    idx[value].append((tid, name))
+        return idx
+
+    def _items_of(self, file_id: str, qualname: str) -> list[str]:
+        parts = qualname.split(".")
+        ids: list[str] = []
+        if self.inventory is not None:
+            for it in self.inventory.by_file(file_id):
+                q = [*it.classes, it.function]
+                if q[: len(parts)] == parts and not it.is_placeholder:
+                    ids.append(it.nodeid)
+        if not ids:
+            base = "::".join([file_id, *parts])
+            ids = [t for t in self.index.schedule.placements
+                   if t == base or t.startswith(base + "[") or t.startswith(base + "::")]
+        return sorted(set(ids))
+
+    def _module_file_id(self, module: str) -> str | None:
+        info = self.graph.modules.get(module)
+        return test_file_id(info.path) if info else None
+
+    def guard(self, test_id: str, tier: str, reason: str, strength: str,
+              distance: int | None = None) -> Guard:
+        if test_id not in self._guard_cache:
+            self._guard_cache[test_id] = self.locator.runs(test_id)
+        verdict, effective, runs, via = self._guard_cache[test_id]
+        path, line = "", 0
+        if self.inventory is not None:
+            it = self.inventory.get(test_id)
+            if it is not None:
+                path, line = it.loc.path, it.loc.line
+        return Guard(test_id, tier, reason, strength, verdict, effective, runs, via, distance,
+                     path, line)
+
+    # ---- tiers -------------------------------------------------------------------------------
+    def link(self, b: Behaviour, changed_test_ids: dict[str, str]) -> dict[str, list[Guard]]:
+        tiers: dict[str, list[Guard]] = {t: [] for t in TIERS}
+        importers = self.graph.importers(b.module)
+        test_mods = {m: d for m, d in importers.items() if self._module_file_id(m)}
+        reach_files = {self._module_file_id(m): d for m, d in test_mods.items()}
+        if self.coverage:
+            from auditor.coverage_link import covering_tests
+
+            for tid in covering_tests(self.coverage, self.change.root, b.path,
+                                      set(b.added), self._all_ids()):
+                tiers["coverage"].append(self.guard(tid, "coverage", "ran the changed lines",
+                                                    "strong"))
+        names_on_lines = set(b.tokens)
+        for tok in b.tokens:
+            for tid, pname in self._param_index.get(tok, ()):
+                fid = tid.split("::", 1)[0]
+                in_tree = fid in reach_files or self._source_known(fid)
+                if in_tree and fid not in reach_files:
+                    continue  # its source is here and does not import the changed code
+                strong = pname is not None and pname in names_on_lines
+                why = (f"parameter {pname}={tok}" if pname else f"parameter value {tok}")
+                why += " (parameter name on the changed lines)" if strong else ""
+                tiers["parameter"].append(self.guard(tid, "parameter", why,
+                                                     "strong" if strong else "medium"))
+        symbols = {b.name, b.qualname.split(".", 1)[0]} - {"<module>"}
+        for mod, dist in test_mods.items():
+            info = self.graph.modules[mod]
+            fid = self._module_file_id(mod) or ""
+            for q, (_, _, names) in info.functions.items():
+                leaf = q.rsplit(".", 1)[-1]
+                if not leaf.startswith("test") or not (symbols & names):
+                    continue
+                used = ", ".join(sorted(symbols & names))
+                for tid in self._items_of(fid, q):
+                    tiers["symbol"].append(self.guard(tid, "symbol", f"uses {used}", "strong",
+                                                      dist))
+        for tid, fid in changed_test_ids.items():
+            if fid in reach_files:
+                tiers["declared"].append(self.guard(tid, "declared", "changed in this diff",
+                                                    "medium", reach_files[fid]))
+        for mod, dist in sorted(test_mods.items(), key=lambda kv: kv[1]):
+            fid = self._module_file_id(mod) or ""
+            for tid in self._items_of(fid, ""):
+                tiers["module"].append(self.guard(tid, "module", f"imports {b.module} "
+                                                  f"(distance {dist})", "weak", dist))
+        return {t: _dedupe(gs) for t, gs in tiers.items() if gs}
+
+    def _source_known(self, file_id: str) -> bool:
+        for prefix in (DEFS_DIR + "/", "tests/"):
+            if (prefix + file_id) in self.graph.by_path:
+                return True
+        return False
+
+
+def _dedupe(guards: list[Guard]) -> list[Guard]:
+    seen: dict[str, Guard] = {}
+    for g in guards:
+        if g.test_id not in seen or g.strength == "strong":
+            seen[g.test_id] = g
+    return sorted(seen.values(), key=lambda g: g.test_id)
+
+
+def _static_inventory(root: str) -> Any:
+    try:
+        from testdb.inventory.static import build_static
+    except ImportError:  # pragma: no cover
+        return None
+    return build_static(root)
+
+
+def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str], list[dict[str,
+                                                                                       Any]]]:
+    ids: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    import ast
+
+    for fc in files:
+        fid = test_file_id(fc.path)
+        if fid is None or fc.new_text is None:
+            continue
+        try:
+            units = code_units(ast.parse(fc.new_text))
+        except SyntaxError:
+            continue
+        touched: dict[str, list[int]] = defaultdict(list)
+        for ln in sorted(fc.added):
+            u = unit_at(units, ln)
+            while u and not (u.qualname.rsplit(".", 1)[-1].startswith(("test", "Test"))):
+                outer = u.qualname.rsplit(".", 1)[0] if "." in u.qualname else None
+                u = next((x for x in units if x.qualname == outer), None)
+            if u:
+                touched[u.qualname].append(ln)
+        for q, lines in touched.items():
+            tids = aud._items_of(fid, q)
+            for t in tids:
+                ids[t] = fid
+            out.append({"path": fc.path, "function": q, "lines": lines, "status": fc.status,
+                        "ids": tids})
+    return ids, out
+
+
+def run_audit(index: Index, change: Change, *, inventory: Any = None,
+              coverage: str | None = None) -> Audit:
+    aud = Auditor(index, change, inventory, coverage=coverage)
+    result = Audit(provenance={
+        "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,
+        "base": change.base, "head": change.head, "diff": change.source,
+        "data_files": dict(sorted(index.files.items())),
+    }, gates=aud.gates.to_json())
+    py_src = [f for f in change.files if f.path.endswith(".py") and not is_test_path(f.path)]
+    py_tests = [f for f in change.files if f.path.endswith(".py") and is_test_path(f.path)]
+    lists = [f for f in change.files if f.path.startswith(LISTS_DIR)]
+    other = [f for f in change.files if f not in py_src and f not in py_tests and f not in lists]
+    changed_ids, result.changed_tests = _changed_tests(aud, py_tests)
+    for fc in other:
+        result.unlinked.append({"path": fc.path, "status": fc.status,
+                                "why": "no path rule links this file to tests"})
+        result.findings.append(Finding("info", "unlinked-file", fc.path, 0,
+                                       f"{fc.path} ({fc.status}) is not Python; no rule links it "
+                                       "to tests, so its guards are unknown"))
+    for fc in py_src:
+        bs, notes = behaviours(fc)
+        result.notes += notes
+        for b in bs:
+            result.behaviours.append(_judge(aud, b, changed_ids, result))
+    for lc in list_changes(lists):
+        result.list_changes.append(lc)
+        if lc["kind"] == "moved-to-post-merge":
+            result.findings.append(Finding(
+                "warning", "guard-demoted", lc["path"], lc["line"],
+                f"{lc['test']} moved from a pre_merge to a post_merge block of {lc['context']}: "
+                "it no longer reports before merge", guards=(lc["test"],)))
+    result.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f.severity],
+                                        f.path, f.line))
+    return result
+
+
+def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audit
+           ) -> BehaviourResult:
+    br = BehaviourResult(b.path, b.module, b.qualname, b.kind, b.status, b.line, b.added,
+                         b.removed, b.tokens)
+    br.guards = aud.link(b, changed_ids)
+    br.tier = next((t for t in TIERS if br.guards.get(t)), None)
+    where = f"{b.qualname} ({b.path}:{b.line})"
+    if br.tier is None:
+        br.verdict = "unguarded"
+        result.findings.append(Finding("error", "no-guard", b.path, b.line,
+                                       f"{where} changed and no test is linked to it",
+                                       function=b.qualname))
+        return br
+    tier_guards = br.guards[br.tier]
+    br.verdict = best([g.effective for g in tier_guards])
+    br.pre_merge_guards = [g.test_id for g in tier_guards if g.effective == "pre-merge"]
+    if not br.guarded:
+        stages = sorted({r.stage for g in tier_guards for r in g.runs
+                         if not r.waived and r.pr_class != "qa"})
+        result.findings.append(Finding(
+            "error", "no-pre-merge-guard", b.path, b.line,
+            f"{where} has no pre-merge guard: its {len(tier_guards)} {br.tier}-tier guard(s) "
+            f"run at best {br.verdict}" + ("" if stages else "; no CI stage runs them"),
+            function=b.qualname, guards=tuple(g.test_id for g in tier_guards),
+            stages=tuple(stages)))
+    for g in br.guards.get("parameter", []):
+        if g.test_id in changed_ids and g.effective != "pre-merge":
+            _warn_half_guard(aud, b, g, result)
+    return br
+
+
+def _run_label(r: Run) -> str:
+    closed = ", gate closed" if r.pr_class.startswith("gated") and not r.opened else ""
+    return f"{r.stage} ({r.pr_class}{closed})"
+
+
+def _warn_half_guard(aud: Auditor, b: Behaviour, g: Guard, result: Audit) -> None:
+    base = g.test_id.split("[", 1)[0]
+    siblings = [t for t in aud._all_ids() if t.startswith(base + "[") and t != g.test_id]
+    sib_text = "; ".join(f"{t[len(base):]} runs {aud.guard(t, 'sibling', '', 'weak').effective}"
+                         for t in sorted(siblings)[:4])
+    where = ", ".join(sorted({_run_label(r) for r in g.runs if not r.waived}))[:400]
+    where = where or "no CI stage"
+    stages = tuple(sorted({r.stage for r in g.runs if not r.waived and r.pr_class != "qa"}))
+    token = g.reason.split("=", 1)[-1].split(" ", 1)[0]
+    msg = (f"the {token} half of your guard {base} won't report in this PR's pipeline: "
+           f"{g.test_id[len(base):]} runs {g.effective} ({where})")
+    if sib_text:
+        msg += f"; siblings: {sib_text}"
+    # Point at the line that keeps it out of pre-merge: a post-merge entry before a gated one.
+    worst = sorted((r for r in g.runs if not r.waived and r.pr_class != "qa"),
+                   key=lambda r: (r.pr_class != "post-merge", r.path, r.line))
+    path, line = (worst[0].path, worst[0].line) if worst else (b.path, b.line)
+    key = (path, line, g.test_id)
+    if any((f.path, f.line, f.guards[:1]) == (key[0], key[1], (key[2],)) for f in result.findings):
+        return
+    result.findings.append(Finding("warning", "post-merge-guard", path, line, msg,
+                                   function=b.qualname, guards=(g.test_id,), stages=stages))
+
+
+def default_root_exists(root: str) -> bool:
+    return os.path.isdir(root)

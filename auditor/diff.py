@@ -1,0 +1,176 @@
+"""A change as files and hunks, from a git range or a unified diff (parsed with unidiff)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+import unidiff
+
+from testdb.errors import ExternalError, InputError, SourceLoc
+from testdb.files import confined, read_text
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file of the change; line sets are 1-based line numbers on each side."""
+
+    old_path: str | None  # None when added
+    new_path: str | None  # None when deleted
+    added: frozenset[int] = frozenset()  # new-side lines added or changed
+    removed: frozenset[int] = frozenset()  # old-side lines removed or changed
+    old_text: str | None = None
+    new_text: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+    @property
+    def status(self) -> str:
+        if self.old_path is None:
+            return "added"
+        if self.new_path is None:
+            return "deleted"
+        return "renamed" if self.old_path != self.new_path else "modified"
+
+
+@dataclass
+class Change:
+    root: str
+    base: str | None = None
+    head: str | None = None
+    files: list[FileChange] = field(default_factory=list)
+    source: str = ""  # "git" or the diff file
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+
+def _git(root: str, *args: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except FileNotFoundError:
+        raise ExternalError("git is not installed", hint="install git or use --diff FILE") from None
+    if proc.returncode != 0:
+        raise ExternalError(f"git {' '.join(args[:3])} failed: {proc.stderr.strip()[:500]}",
+                            hint="check that --root is a git checkout and the revisions exist")
+    return proc.stdout
+
+
+def _strip(path: str | None) -> str | None:
+    if path is None or path == "/dev/null":
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def _parse(text: str, shown: str) -> unidiff.PatchSet:
+    try:
+        return unidiff.PatchSet(text)
+    except unidiff.UnidiffParseError as exc:
+        raise InputError(f"not a unified diff: {exc}", SourceLoc(shown, 1),
+                         "pass the output of `git diff` or `diff -u`") from None
+
+
+def _line_sets(pf: unidiff.PatchedFile) -> tuple[frozenset[int], frozenset[int]]:
+    added = {ln.target_line_no for h in pf for ln in h if ln.is_added}
+    removed = {ln.source_line_no for h in pf for ln in h if ln.is_removed}
+    return frozenset(x for x in added if x), frozenset(x for x in removed if x)
+
+
+def from_git(root: str, base: str, head: str | None = None) -> Change:
+    """Diff ``base...head`` (merge base, as a PR sees it) or base against the work tree."""
+    rng = [f"{base}...{head}"] if head else [base]
+    text = _git(root, "diff", "--no-color", "--no-ext-diff", "-M", "-U3", *rng, "--")
+    head_sha = _git(root, "rev-parse", head or "HEAD").strip()
+    base_sha = _git(root, "rev-parse", base).strip()
+    merge_base = (_git(root, "merge-base", base, head).strip() if head else base_sha)
+    change = Change(root, base_sha, head_sha, source="git")
+    for pf in _parse(text, "git diff"):
+        old, new = _strip(pf.source_file), _strip(pf.target_file)
+        if pf.is_added_file:
+            old = None
+        if pf.is_removed_file:
+            new = None
+        added, removed = _line_sets(pf)
+        old_text = _git_show(root, merge_base, old) if old else None
+        new_text = (_git_show(root, head, new) if head else _read(root, new)) if new else None
+        change.files.append(FileChange(old, new, added, removed, old_text, new_text))
+    return change
+
+
+def _git_show(root: str, rev: str, path: str) -> str | None:
+    try:
+        return _git(root, "show", f"{rev}:{path}")
+    except ExternalError:
+        return None
+
+
+def _read(root: str, rel: str) -> str | None:
+    try:
+        return read_text(confined(root, rel), rel)
+    except InputError:
+        return None
+
+
+def from_diff_file(root: str, diff_path: str) -> Change:
+    """A patch whose head side is the checkout at ``root``; the base side is rebuilt by
+    reverse-applying the hunks, which also proves the diff applies."""
+    text = read_text(diff_path)
+    change = Change(root, source=diff_path)
+    for pf in _parse(text, diff_path):
+        old, new = _strip(pf.source_file), _strip(pf.target_file)
+        if pf.is_added_file:
+            old = None
+        if pf.is_removed_file:
+            new = None
+        for p in (old, new):
+            if p is not None:
+                confined(root, p)  # refuse ../ and absolute paths from the diff
+        added, removed = _line_sets(pf)
+        new_text = _read(root, new) if new else None
+        if new and new_text is None and not pf.is_binary_file:
+            raise InputError(f"the diff changes {new}, which is not in the checkout",
+                             SourceLoc(diff_path), "run from the head side of the change "
+                             "(--root at the checkout the diff produces)")
+        old_text = _reverse_apply(pf, new_text, diff_path) if new_text is not None else None
+        if pf.is_added_file:
+            old_text = None
+        change.files.append(FileChange(old, new, added, removed, old_text, new_text))
+    return change
+
+
+def _reverse_apply(pf: unidiff.PatchedFile, new_text: str, shown: str) -> str:
+    new_lines = new_text.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0  # index into new_lines
+    for h in pf:
+        start = max(h.target_start - 1, 0)
+        if start < pos:
+            raise InputError("overlapping hunks", SourceLoc(shown), "regenerate the diff")
+        out.extend(new_lines[pos:start])
+        pos = start
+        for ln in h:
+            if ln.is_added or ln.is_context:
+                got = new_lines[pos] if pos < len(new_lines) else None
+                if got is None or got.rstrip("\r\n") != ln.value.rstrip("\r\n"):
+                    raise InputError(
+                        f"the diff does not apply to {pf.path}: line {pos + 1} differs",
+                        SourceLoc(pf.path, pos + 1),
+                        "the checkout must be the head side of the diff")
+                pos += 1
+                if ln.is_context:
+                    out.append(got)
+            elif ln.is_removed:
+                out.append(ln.value if ln.value.endswith("\n") else ln.value + "\n")
+    out.extend(new_lines[pos:])
+    return "".join(out)
+
+
+def is_test_path(path: str) -> bool:
+    base = os.path.basename(path)
+    return (path.startswith("tests/") or "/tests/" in path or base.startswith("test_")
+            or base.endswith("_test.py") or base == "conftest.py")

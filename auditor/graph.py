@@ -1,0 +1,118 @@
+"""The static import graph of a checkout (networkx) and the names each test function uses."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from auditor.behaviour import module_name
+
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
+              ".tox", ".mypy_cache", ".pytest_cache"}
+
+
+@dataclass
+class ModuleInfo:
+    path: str
+    module: str
+    imports: set[str] = field(default_factory=set)
+    # function qualname -> (first line, last line, names referenced inside)
+    functions: dict[str, tuple[int, int, frozenset[str]]] = field(default_factory=dict)
+    imported_names: set[str] = field(default_factory=set)
+
+
+def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None) -> str:
+    parts = module.split(".")
+    base = parts if is_pkg else parts[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, *([target] if target else [])])
+
+
+def scan_module(path: str, text: str) -> ModuleInfo:
+    mod = module_name(path)
+    info = ModuleInfo(path, mod)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return info
+    is_pkg = path.endswith("__init__.py")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                info.imports.add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = (_resolve_relative(mod, is_pkg, node.level, node.module) if node.level
+                    else node.module or "")
+            info.imports.add(base)
+            for a in node.names:
+                info.imports.add(f"{base}.{a.name}")
+                info.imported_names.add(a.name)
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                q = f"{prefix}{child.name}"
+                names = frozenset(
+                    n.id if isinstance(n, ast.Name) else n.attr
+                    for n in ast.walk(child) if isinstance(n, (ast.Name, ast.Attribute)))
+                info.functions[q] = (child.lineno, child.end_lineno or child.lineno, names)
+                visit(child, q + ".")
+
+    visit(tree, "")
+    return info
+
+
+@dataclass
+class ImportGraph:
+    graph: nx.DiGraph
+    modules: dict[str, ModuleInfo]  # by module name
+    by_path: dict[str, ModuleInfo]
+
+    def importers(self, module: str) -> dict[str, int]:
+        """Modules that import ``module`` directly (1) or transitively (n), with the distance."""
+        if module not in self.graph:
+            return {}
+        rev = self.graph.reverse(copy=False)
+        dist: dict[str, int] = nx.single_source_shortest_path_length(rev, module)
+        dist.pop(module, None)
+        return dist
+
+
+def build_graph(root: str, texts: dict[str, str] | None = None) -> ImportGraph:
+    """Scan every ``.py`` file under ``root`` (``texts`` overrides file contents by path)."""
+    infos: dict[str, ModuleInfo] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        for fn in filenames:
+            if fn.endswith(".py"):
+                rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
+                if texts is not None and rel in texts:
+                    continue
+                try:
+                    with open(os.path.join(dirpath, fn), encoding="utf-8", errors="replace") as f:
+                        infos[rel] = scan_module(rel, f.read())
+                except OSError:
+                    continue
+    for rel, text in (texts or {}).items():
+        if rel.endswith(".py"):
+            infos[rel] = scan_module(rel, text)
+    g: nx.DiGraph = nx.DiGraph()
+    modules = {i.module: i for i in infos.values()}
+    # Test files import the project by absolute name, but also by names relative to the test
+    # root (`defs.conftest`, `conftest`); index every dotted suffix so both resolve.
+    suffix: dict[str, str] = {}
+    for name in modules:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            suffix.setdefault(".".join(parts[k:]), name)
+    for info in infos.values():
+        g.add_node(info.module)
+        for imp in info.imports:
+            target = imp if imp in modules else suffix.get(imp)
+            if target and target != info.module:
+                g.add_edge(info.module, target)
+    return ImportGraph(g, modules, {i.path: i for i in infos.values()})

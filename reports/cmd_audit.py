@@ -1,0 +1,85 @@
+"""``testdb audit``: is the behaviour this change makes guarded by tests that run pre-merge?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reports.common import dump_json, format_option, report_diagnostics, use_colour
+from testdb.errors import EXIT_FINDINGS, UsageError
+
+
+def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
+                     coverage: str | None) -> dict[str, Any]:
+    """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch)."""
+    from auditor.audit import run_audit
+    from auditor.diff import from_diff_file, from_git
+    from reports.render_audit import audit_json
+
+    if bool(base) == bool(diff):
+        raise UsageError("give either --base REV (a git range) or --diff FILE")
+    index = opts.index()
+    change = from_diff_file(opts.root, diff) if diff else from_git(opts.root, base or "", head)
+    data = audit_json(run_audit(index, change, coverage=coverage))
+    data["diagnostics"] = [str(d) for d in index.diagnostics]
+    return data
+
+
+def audit_options(f: Any) -> Any:
+    for opt in reversed([
+        click.option("--base", help="Base revision: audit the change base...head (git)."),
+        click.option("--head", help="Head revision (default: the work tree)."),
+        click.option("--diff", "diff", type=click.Path(dir_okay=False),
+                     help="A unified diff; --root is its head side."),
+        click.option("--coverage", type=click.Path(dir_okay=False),
+                     help="coverage.py data file with per-test contexts."),
+    ]):
+        f = opt(f)
+    return f
+
+
+@click.command()
+@audit_options
+@format_option("text", "json", "markdown")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error",
+              show_default=True, help="Exit 1 when findings at or above this severity exist.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.pass_obj
+def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
+          coverage: str | None, fmt: str, fail_on: str, output: str | None) -> int:
+    """Find the behaviour a change makes, the tests that guard it, and whether they run
+    before merge.
+
+    \b
+    Examples:
+      testdb --root examples/flashinfer-reuse audit --diff examples/flashinfer-reuse/pr.diff
+      testdb --root ~/TensorRT-LLM audit --base origin/main --format json -o audit.json
+    """
+    data = run_from_options(opts, base, head, diff, coverage)
+    if output:
+        from reports.atomic import write_text_atomic
+
+        write_text_atomic(output, dump_json(data) + "\n")
+    if fmt == "json":
+        click.echo(dump_json(data))
+    elif fmt == "markdown":
+        from reports.comment import render_comment
+
+        click.echo(render_comment(data))
+    else:
+        from reports.render_audit import audit_text
+
+        click.echo(audit_text(data, colour=use_colour()))
+    rc = report_diagnostics(opts.index().diagnostics, quiet_warnings=True)
+    if rc:
+        return rc
+    s = data["summary"]
+    if fail_on == "error" and s["errors"] or fail_on == "warning" and (s["errors"] or
+                                                                       s["warnings"]):
+        return EXIT_FINDINGS
+    return 0
+
+
+
+

@@ -1,0 +1,104 @@
+"""The audit as JSON (the interchange the comment, report and launch read) and as text."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit
+from reports.common import VERDICT_COLOURS, paint
+
+
+def audit_json(a: Audit) -> dict[str, Any]:
+    return {
+        "schema": AUDIT_SCHEMA,
+        "provenance": a.provenance,
+        "summary": summary(a),
+        "gates": a.gates,
+        "findings": [asdict(f) for f in a.findings],
+        "behaviours": [{
+            "path": b.path, "module": b.module, "function": b.qualname, "kind": b.kind,
+            "status": b.status, "line": b.line, "added_lines": list(b.added),
+            "removed_lines": list(b.removed), "tokens": list(b.tokens), "tier": b.tier,
+            "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards,
+            "guards": {t: [asdict(g) for g in gs] for t, gs in b.guards.items()},
+        } for b in a.behaviours],
+        "changed_tests": a.changed_tests,
+        "list_changes": a.list_changes,
+        "unlinked": a.unlinked,
+        "notes": a.notes,
+        "missing_stages": a.missing_stages(),
+    }
+
+
+def summary(a: Audit) -> dict[str, Any]:
+    n = len(a.behaviours)
+    unguarded = sum(1 for b in a.behaviours if not b.guarded)
+    return {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
+            "warnings": len(a.warnings), "sentence": verdict_sentence(n, unguarded)}
+
+
+def verdict_sentence(n: int, unguarded: int) -> str:
+    if n == 0:
+        return "No behaviour change found in this diff"
+    noun = "behaviour change" if n == 1 else "behaviour changes"
+    if unguarded == 0:
+        return (f"The {noun} is guarded pre-merge" if n == 1
+                else f"All {n} {noun} are guarded pre-merge")
+    verb = "has" if unguarded == 1 else "have"
+    return f"{unguarded} of {n} {noun} {verb} no pre-merge guard"
+
+
+def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6) -> str:
+    s = data["summary"]
+    p = data["provenance"]
+    out = [paint(s["sentence"], "green" if not s["unguarded"] else "red", colour, bold=True)]
+    out.append(f"base {str(p.get('base') or '-')[:12]}  head {str(p.get('head') or '-')[:12]}  "
+               f"diff {p.get('diff') or '-'}  gates: multi-GPU "
+               f"{'open' if data['gates'].get('multi_gpu') else 'closed'}"
+               + (f", auto-trigger {', '.join(data['gates']['auto_trigger_tags'])}"
+                  if data["gates"].get("auto_trigger_tags") else ""))
+    if data["findings"]:
+        out.append("")
+        out.append(paint("Findings", None, colour, bold=True))
+        for f in data["findings"]:
+            sev = paint(f["severity"].upper(), {"error": "red", "warning": "yellow"}
+                        .get(f["severity"]), colour, bold=True)
+            loc = f"{f['path']}:{f['line']}" if f["line"] else f["path"]
+            out.append(f"  {sev} {loc}  [{f['rule']}]")
+            out.append(f"    {f['message']}")
+    for b in data["behaviours"]:
+        out.append("")
+        v = paint(b["verdict"].upper(), VERDICT_COLOURS.get(b["verdict"], "red"), colour,
+                  bold=True)
+        out.append(f"{b['function']}  ({b['path']}:{b['line']}, {b['status']})  {v}")
+        out.append(f"  tokens: {', '.join(b['tokens'][:12]) or '-'}")
+        for tier in TIERS:
+            gs = b["guards"].get(tier)
+            if not gs:
+                continue
+            mark = "*" if tier == b["tier"] else " "
+            out.append(f" {mark}{tier}: {TIER_TITLES[tier]} ({len(gs)})"
+                       + ("  <- decides the verdict" if mark == "*" else "  (context)"))
+            for g in gs[:max_guards]:
+                gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
+                out.append(f"     {g['test_id']}  {gv}")
+                stages = sorted({r["stage"] for r in g["runs"] if not r["waived"]})
+                detail = f"       {g['reason']}"
+                if g.get("via"):
+                    detail += f"; runs via `{g['via']}`"
+                if stages:
+                    detail += f"; stages: {', '.join(stages[:4])}" + (
+                        f" +{len(stages) - 4}" if len(stages) > 4 else "")
+                out.append(detail)
+            if len(gs) > max_guards:
+                out.append(f"     ... {len(gs) - max_guards} more (see --format json)")
+    for lc in data["list_changes"]:
+        out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
+    for n in data["notes"]:
+        out.append(f"note: {n}")
+    if data["missing_stages"]:
+        out.append("")
+        out.append("Run the missing guards before merge:")
+        out.append(f'  /bot run --extra-stage "{", ".join(data["missing_stages"])}"')
+    return "\n".join(out)
