@@ -41,9 +41,14 @@ class Auditor:
         self.index = index
         self.change = change
         self.gates = compute_gates(change.paths, index.triggers)
-        texts = {f.new_path: f.new_text for f in change.files if f.new_path and f.new_text}
-        self.graph = graph or build_graph(change.root, texts)
-        self.inventory = inventory if inventory is not None else _static_inventory(change.root)
+        # The head side: the checkout, overlaid with the change's head texts (a diff applied to
+        # a base-side checkout) and without the files the change removes.
+        texts = {f.new_path: f.new_text for f in change.files
+                 if f.new_path and f.new_text is not None}
+        gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
+        self.graph = graph or build_graph(change.root, texts, exclude=gone)
+        self.inventory = (inventory if inventory is not None
+                          else _static_inventory(change.root, texts, gone))
         self.locator = GuardLocator.build(index, self.gates, self.inventory)
         self.coverage = coverage
         self._param_index = self._build_param_index()
@@ -68,7 +73,7 @@ class Auditor:
         return idx
 
     def _items_of(self, file_id: str, qualname: str) -> list[str]:
-        parts = qualname.split(".")
+        parts = qualname.split(".") if qualname else []
         ids: list[str] = []
         if self.inventory is not None:
             for it in self.inventory.by_file(file_id):
@@ -77,6 +82,9 @@ class Auditor:
                     ids.append(it.nodeid)
         if not ids:
             base = "::".join([file_id, *parts])
+            if not parts:
+                return sorted(t for t in self.index.schedule.placements
+                              if t.startswith(file_id + "::"))
             ids = [t for t in self.index.schedule.placements
                    if t == base or t.startswith(base + "[") or t.startswith(base + "::")]
         return sorted(set(ids))
@@ -161,12 +169,23 @@ def _dedupe(guards: list[Guard]) -> list[Guard]:
     return sorted(seen.values(), key=lambda g: g.test_id)
 
 
-def _static_inventory(root: str) -> Any:
-    try:
-        from testdb.inventory.static import build_static
-    except ImportError:  # pragma: no cover
-        return None
-    return build_static(root)
+def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:
+    from testdb.inventory import Inventory, build_static, scan_source
+
+    inv = build_static(root)
+    overlay = {p: test_file_id(p) for p in [*texts, *gone]}
+    stale = {fid for fid in overlay.values() if fid}
+    if not stale:
+        return inv
+    items = [it for it in inv if it.file not in stale]
+    for path, text in texts.items():
+        fid = overlay[path]
+        name = path.rsplit("/", 1)[-1]
+        if fid and name.startswith("test_") and name.endswith(".py"):
+            dirs = tuple(fid.split("/")[:-1])
+            dirs = dirs[1:] if fid.startswith("unittest/") else dirs
+            items += scan_source(text, fid, path=path, dirs=dirs)
+    return Inventory(items)
 
 
 def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str], list[dict[str,
@@ -261,6 +280,16 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
             f"run at best {br.verdict}" + ("" if stages else "; no CI stage runs them"),
             function=b.qualname, guards=tuple(g.test_id for g in tier_guards),
             stages=tuple(stages)))
+    elif all(t.startswith("unittest/") for t in br.pre_merge_guards):
+        heavy = sorted({g.test_id for g in tier_guards
+                        if not g.test_id.startswith("unittest/") and g.effective != "pre-merge"})
+        if heavy:
+            result.findings.append(Finding(
+                "info", "thin-pre-merge-guard", b.path, b.line,
+                f"{where} is guarded pre-merge only by unit tests "
+                f"({', '.join(br.pre_merge_guards[:3])}); its {len(heavy)} integration guard(s) "
+                "of the same evidence do not run pre-merge", function=b.qualname,
+                guards=tuple(br.pre_merge_guards)))
     for g in br.guards.get("parameter", []):
         if g.test_id in changed_ids and g.effective != "pre-merge":
             _warn_half_guard(aud, b, g, result)

@@ -43,6 +43,7 @@ class Change:
     head: str | None = None
     files: list[FileChange] = field(default_factory=list)
     source: str = ""  # "git" or the diff file
+    checkout_side: str = "head"  # which side of the change the files under root show
 
     @property
     def paths(self) -> list[str]:
@@ -117,11 +118,24 @@ def _read(root: str, rel: str) -> str | None:
 
 
 def from_diff_file(root: str, diff_path: str) -> Change:
-    """A patch whose head side is the checkout at ``root``; the base side is rebuilt by
-    reverse-applying the hunks, which also proves the diff applies."""
-    text = read_text(diff_path)
-    change = Change(root, source=diff_path)
-    for pf in _parse(text, diff_path):
+    """A patch against the checkout at ``root``. The checkout is normally the head side (the
+    base is rebuilt by reverse-applying the hunks); when only a forward apply fits, it is taken
+    as the base side and the head is built in memory. Either way the diff is proven to apply."""
+    patch = _parse(read_text(diff_path), diff_path)
+    try:
+        return _build(root, patch, diff_path, checkout="head")
+    except InputError as as_head:
+        try:
+            return _build(root, patch, diff_path, checkout="base")
+        except InputError:
+            raise InputError(as_head.bare, as_head.loc,
+                             "the diff applies to neither side of the checkout; run it on the "
+                             "checkout it was made from") from None
+
+
+def _build(root: str, patch: unidiff.PatchSet, diff_path: str, checkout: str) -> Change:
+    change = Change(root, source=diff_path, checkout_side=checkout)
+    for pf in patch:
         old, new = _strip(pf.source_file), _strip(pf.target_file)
         if pf.is_added_file:
             old = None
@@ -131,42 +145,59 @@ def from_diff_file(root: str, diff_path: str) -> Change:
             if p is not None:
                 confined(root, p)  # refuse ../ and absolute paths from the diff
         added, removed = _line_sets(pf)
-        new_text = _read(root, new) if new else None
-        if new and new_text is None and not pf.is_binary_file:
-            raise InputError(f"the diff changes {new}, which is not in the checkout",
-                             SourceLoc(diff_path), "run from the head side of the change "
-                             "(--root at the checkout the diff produces)")
-        old_text = _reverse_apply(pf, new_text, diff_path) if new_text is not None else None
-        if pf.is_added_file:
-            old_text = None
+        if checkout == "head":
+            new_text = _read(root, new) if new else None
+            if new and new_text is None and not pf.is_binary_file:
+                raise InputError(f"the diff changes {new}, which is not in the checkout",
+                                 SourceLoc(diff_path))
+            old_text = (None if pf.is_added_file or new_text is None
+                        else _apply(pf, new_text, reverse=True))
+            if pf.is_removed_file:
+                old_text = _read(root, old) if old else None
+                if old_text is not None:
+                    raise InputError(f"the diff deletes {old}, which is still in the checkout",
+                                     SourceLoc(diff_path))
+                old_text = "".join(ln.value for h in pf for ln in h)
+        else:
+            old_text = _read(root, old) if old else None
+            if old and old_text is None and not pf.is_binary_file:
+                raise InputError(f"the diff changes {old}, which is not in the checkout",
+                                 SourceLoc(diff_path))
+            if pf.is_added_file and new and _read(root, new) is not None:
+                raise InputError(f"the diff adds {new}, which is already in the checkout",
+                                 SourceLoc(diff_path))
+            new_text = (None if pf.is_removed_file
+                        else _apply(pf, old_text or "", reverse=False))
         change.files.append(FileChange(old, new, added, removed, old_text, new_text))
     return change
 
 
-def _reverse_apply(pf: unidiff.PatchedFile, new_text: str, shown: str) -> str:
-    new_lines = new_text.splitlines(keepends=True)
+def _apply(pf: unidiff.PatchedFile, text: str, *, reverse: bool) -> str:
+    """Apply (or reverse-apply) the hunks to ``text``, checking every context line."""
+    lines = text.splitlines(keepends=True)
     out: list[str] = []
-    pos = 0  # index into new_lines
+    pos = 0
     for h in pf:
-        start = max(h.target_start - 1, 0)
+        start = max((h.target_start if reverse else h.source_start) - 1, 0)
         if start < pos:
-            raise InputError("overlapping hunks", SourceLoc(shown), "regenerate the diff")
-        out.extend(new_lines[pos:start])
+            raise InputError("overlapping hunks", SourceLoc(pf.path), "regenerate the diff")
+        out.extend(lines[pos:start])
         pos = start
         for ln in h:
-            if ln.is_added or ln.is_context:
-                got = new_lines[pos] if pos < len(new_lines) else None
+            keep, drop = (ln.is_added, ln.is_removed) if reverse else (ln.is_removed,
+                                                                         ln.is_added)
+            if keep or ln.is_context:
+                got = lines[pos] if pos < len(lines) else None
                 if got is None or got.rstrip("\r\n") != ln.value.rstrip("\r\n"):
-                    raise InputError(
-                        f"the diff does not apply to {pf.path}: line {pos + 1} differs",
-                        SourceLoc(pf.path, pos + 1),
-                        "the checkout must be the head side of the diff")
+                    raise InputError(f"the diff does not apply to {pf.path}: line {pos + 1} "
+                                     "differs", SourceLoc(pf.path, pos + 1),
+                                     "the checkout must be one side of the diff")
                 pos += 1
                 if ln.is_context:
                     out.append(got)
-            elif ln.is_removed:
+            elif drop:
                 out.append(ln.value if ln.value.endswith("\n") else ln.value + "\n")
-    out.extend(new_lines[pos:])
+    out.extend(lines[pos:])
     return "".join(out)
 
 

@@ -82,15 +82,17 @@ class ImportGraph:
         return dist
 
 
-def build_graph(root: str, texts: dict[str, str] | None = None) -> ImportGraph:
-    """Scan every ``.py`` file under ``root`` (``texts`` overrides file contents by path)."""
+def build_graph(root: str, texts: dict[str, str] | None = None,
+                exclude: set[str] | None = None) -> ImportGraph:
+    """Scan every ``.py`` file under ``root``; ``texts`` overrides contents by path and
+    ``exclude`` drops files (both describe the head side of a change)."""
     infos: dict[str, ModuleInfo] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
         for fn in filenames:
             if fn.endswith(".py"):
                 rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
-                if texts is not None and rel in texts:
+                if (texts is not None and rel in texts) or (exclude and rel in exclude):
                     continue
                 try:
                     with open(os.path.join(dirpath, fn), encoding="utf-8", errors="replace") as f:

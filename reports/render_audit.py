@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import asdict
 from typing import Any
 
@@ -49,7 +50,8 @@ def verdict_sentence(n: int, unguarded: int) -> str:
     return f"{unguarded} of {n} {noun} {verb} no pre-merge guard"
 
 
-def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6) -> str:
+def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
+               width: int = 100) -> str:
     s = data["summary"]
     p = data["provenance"]
     out = [paint(s["sentence"], "green" if not s["unguarded"] else "red", colour, bold=True)]
@@ -66,13 +68,18 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6) 
                         .get(f["severity"]), colour, bold=True)
             loc = f"{f['path']}:{f['line']}" if f["line"] else f["path"]
             out.append(f"  {sev} {loc}  [{f['rule']}]")
-            out.append(f"    {f['message']}")
+            out.extend(textwrap.wrap(f["message"], width, initial_indent="    ",
+                                     subsequent_indent="    ", break_on_hyphens=False))
     for b in data["behaviours"]:
         out.append("")
         v = paint(b["verdict"].upper(), VERDICT_COLOURS.get(b["verdict"], "red"), colour,
                   bold=True)
         out.append(f"{b['function']}  ({b['path']}:{b['line']}, {b['status']})  {v}")
         out.append(f"  tokens: {', '.join(b['tokens'][:12]) or '-'}")
+        if b["pre_merge_guards"]:
+            out.append(f"  pre-merge guards: {', '.join(b['pre_merge_guards'][:4])}"
+                       + (f" +{len(b['pre_merge_guards']) - 4}"
+                          if len(b["pre_merge_guards"]) > 4 else ""))
         for tier in TIERS:
             gs = b["guards"].get(tier)
             if not gs:

@@ -21,13 +21,13 @@ class ExecutorConfig:
 
 def create_py_executor(attn_backend: AttentionBackend, kv_cache_config: KvCacheConfig):
     """Validate the configuration and return the executor config."""
-    if attn_backend == AttentionBackend.FLASHINFER_STAR_ATTENTION:
-        # FlashInfer itself supports block reuse now; Star Attention still does not.
-        logger.warning("KV cache block reuse is not supported with Star Attention; disabling it")
+    if attn_backend in (AttentionBackend.FLASHINFER,
+                        AttentionBackend.FLASHINFER_STAR_ATTENTION):
+        logger.warning("KV cache block reuse is not supported with FlashInfer; disabling it")
         kv_cache_config.enable_block_reuse = False
     return ExecutorConfig(attn_backend, kv_cache_config)
 
 
 def executor_summary(config: ExecutorConfig) -> str:
-    # One line for the logs (backend and block reuse).
+    # One line for the logs.
     return f"{config.attn_backend.value} reuse={config.kv_cache_config.enable_block_reuse}"

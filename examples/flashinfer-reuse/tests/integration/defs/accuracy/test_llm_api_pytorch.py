@@ -1,7 +1,6 @@
 """Accuracy tests of the PyTorch flow (reduced)."""
 from defs.conftest import parametrize_with_ids
 
-from tensorrt_llm._torch.pyexecutor.py_executor_creator import KvCacheConfig
 from tensorrt_llm.llmapi.llm import LLM
 
 
@@ -16,8 +15,5 @@ class TestLlama3_1_8BInstruct:
 
     @parametrize_with_ids("attn_backend", ["TRTLLM", "FLASHINFER"])
     def test_chunked_prefill(self, attn_backend):
-        kv_cache_config = KvCacheConfig(enable_block_reuse=True)
-        llm = LLM(self.MODEL, attn_backend=attn_backend, enable_chunked_prefill=True,
-                  kv_cache_config=kv_cache_config)
-        assert llm.config.kv_cache_config.enable_block_reuse
+        llm = LLM(self.MODEL, attn_backend=attn_backend, enable_chunked_prefill=True)
         assert llm.generate(["abc"]) == ["cba"]
