@@ -1,0 +1,277 @@
+"""The audit on real git repositories built in temp dirs: one case per evidence tier and the
+change shapes reviewers meet (renames, deletions, new test files, gates, C++, bad diffs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLE
+
+CREATOR = "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py"
+CHUNKED = ("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
+           "[attn_backend={}]")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=env).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """The flashinfer-reuse example's base tree as a git repo with one commit."""
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("*.diff", "README.md"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def commit(repo: Path, message: str = "change") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+
+
+def edit(repo: Path, rel: str, old: str, new: str) -> None:
+    p = repo / rel
+    text = p.read_text()
+    assert old in text, f"{old!r} not in {rel}"
+    p.write_text(text.replace(old, new))
+
+
+def audit(run_cli, repo: Path, *extra: str) -> tuple[int, dict]:  # type: ignore[no-untyped-def]
+    res = run_cli("--root", str(repo), "audit", "--base", "HEAD~1", "--head", "HEAD",
+                  "--format", "json", *extra)
+    assert res.code in (0, 1), res.err
+    return res.code, json.loads(res.out)
+
+
+def behaviour(data: dict, function: str) -> dict:
+    return next(b for b in data["behaviours"] if b["function"] == function)
+
+
+def guard_ids(b: dict, tier: str) -> set[str]:
+    return {g["test_id"] for g in b["guards"].get(tier, [])}
+
+
+def test_example_pr_is_guarded_only_by_the_thin_unit_test(run_cli) -> None:
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", f"{EXAMPLE}/pr.diff", "--format", "json")
+    assert res.code == 0, res.err
+    data = json.loads(res.out)
+    b = behaviour(data, "create_py_executor")
+    assert b["verdict"] == "pre-merge" and b["tier"] == "parameter"
+    assert {"FLASHINFER", "FLASHINFER_STAR_ATTENTION", "enable_block_reuse"} <= set(b["tokens"])
+    assert b["pre_merge_guards"] == [
+        "unittest/_torch/executor/test_py_executor_creator.py::test_block_reuse_guard"
+        f"[{v}]" for v in ("FLASHINFER", "FLASHINFER_STAR_ATTENTION")]
+    params = guard_ids(b, "parameter")
+    assert CHUNKED.format("FLASHINFER") in params
+    assert CHUNKED.format("TRTLLM") not in params  # the sibling is no FlashInfer guard
+    warn = [f for f in data["findings"] if f["rule"] == "post-merge-guard"]
+    assert len(warn) == 1 and warn[0]["guards"] == [CHUNKED.format("FLASHINFER")]
+    assert "[attn_backend=TRTLLM] runs pre-merge" in warn[0]["message"]
+    assert warn[0]["path"].endswith("l0_h100.yml")
+    assert set(data["missing_stages"]) == {"DGX_H100-PyTorch-Post-Merge-1",
+                                           "DGX_H100-4_GPUs-PyTorch-Others-1"}
+    thin = [f for f in data["findings"] if f["rule"] == "thin-pre-merge-guard"]
+    assert thin and "unit tests" in thin[0]["message"]
+
+
+def test_example_without_thin_guard_is_an_error(run_cli) -> None:
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", f"{EXAMPLE}/pr-no-thin-guard.diff")
+    assert res.code == 1
+    assert "1 of 1 behaviour change has no pre-merge guard" in res.out
+    assert "no-pre-merge-guard" in res.out
+
+
+def test_fail_on_warning(run_cli) -> None:
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", f"{EXAMPLE}/pr.diff",
+                  "--fail-on", "warning")
+    assert res.code == 1
+
+
+def test_parameter_tier_links_only_the_matching_parametrization(run_cli, repo: Path) -> None:
+    edit(repo, CREATOR, "if attn_backend in (AttentionBackend.FLASHINFER,",
+         "if attn_backend in (AttentionBackend.FLASHINFER, AttentionBackend.TRTLLM,")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    b = behaviour(data, "create_py_executor")
+    assert CHUNKED.format("TRTLLM") in guard_ids(b, "parameter")
+    # TRTLLM's chunked-prefill parametrization runs pre-merge: guarded.
+    assert b["verdict"] == "pre-merge" and code == 0
+
+
+def test_symbol_tier_from_a_test_that_calls_the_function(run_cli, repo: Path) -> None:
+    edit(repo, CREATOR, 'return f"{config.attn_backend.value} reuse=',
+         'return f"{config.attn_backend.value} block_reuse=')
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    b = behaviour(data, "executor_summary")
+    assert b["tier"] == "symbol"
+    assert guard_ids(b, "symbol") == {
+        "unittest/_torch/executor/test_executor_config.py::test_summary"}
+    assert b["verdict"] == "pre-merge" and code == 0
+
+
+def test_module_tier_only_when_nothing_more_specific(run_cli, repo: Path) -> None:
+    edit(repo, CREATOR, "    max_tokens: int = 8192", "    max_tokens: int = 4096")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    b = behaviour(data, "KvCacheConfig")
+    assert b["tier"] in ("symbol", "module")
+    assert b["guards"]["module"]
+    # Every module-tier guard carries its import distance.
+    assert all(g["distance"] >= 1 for g in b["guards"]["module"])
+
+
+def test_declared_tier_for_a_changed_test(run_cli, repo: Path) -> None:
+    # A new helper no test calls by name; the PR's own test change reaches its module.
+    edit(repo, "tensorrt_llm/llmapi/llm.py", "    def generate(self, prompts):\n"
+         "        return [p[::-1] for p in prompts]",
+         "    def generate(self, prompts):\n        return [p[::-1].strip() for p in prompts]")
+    edit(repo, "tests/integration/defs/accuracy/test_llm_api_pytorch.py",
+         'assert llm.generate(["ab"]) == ["ba"]', 'assert llm.generate(["ab "]) == ["ba"]')
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    b = behaviour(data, "LLM.generate")
+    assert any(t.startswith("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::"
+                            "test_bfloat16") for t in guard_ids(b, "declared"))
+    assert data["changed_tests"][0]["function"] == "TestLlama3_1_8BInstruct.test_bfloat16"
+
+
+def test_coverage_tier_wins(run_cli, repo: Path, tmp_path: Path) -> None:
+    coverage = pytest.importorskip("coverage")
+    edit(repo, CREATOR, "    max_tokens: int = 8192", "    max_tokens: int = 4096")
+    commit(repo)
+    data_file = tmp_path / ".coverage"
+    cov = coverage.CoverageData(basename=str(data_file))
+    cov.set_context("tests/unittest/_torch/executor/test_executor_config.py::test_summary|run")
+    line = (repo / CREATOR).read_text().splitlines().index("    max_tokens: int = 4096") + 1
+    cov.add_lines({str(repo / CREATOR): [line]})
+    cov.write()
+    code, data = audit(run_cli, repo, "--coverage", str(data_file))
+    b = behaviour(data, "KvCacheConfig")
+    assert b["tier"] == "coverage"
+    assert guard_ids(b, "coverage") == {
+        "unittest/_torch/executor/test_executor_config.py::test_summary"}
+    assert b["verdict"] == "pre-merge"
+
+
+def test_renamed_file_and_deleted_function(run_cli, repo: Path) -> None:
+    git(repo, "mv", "tensorrt_llm/llmapi/llm.py", "tensorrt_llm/llmapi/llm_api.py")
+    edit(repo, "tensorrt_llm/llmapi/llm_api.py", "    def generate(self, prompts):\n"
+         "        return [p[::-1] for p in prompts]\n", "")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    b = behaviour(data, "LLM.generate")
+    assert b["status"] == "deleted" and b["path"] == "tensorrt_llm/llmapi/llm_api.py"
+
+
+def test_new_test_file_is_a_changed_test(run_cli, repo: Path) -> None:
+    (repo / "tests/unittest/_torch/executor/test_new.py").write_text(
+        "import pytest\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_new(x):\n"
+        "    assert x\n")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    assert data["changed_tests"] == [{
+        "path": "tests/unittest/_torch/executor/test_new.py", "function": "test_new",
+        "lines": [3, 4, 5], "status": "added",
+        "ids": ["unittest/_torch/executor/test_new.py::test_new[1]",
+                "unittest/_torch/executor/test_new.py::test_new[2]"]}]
+    assert data["behaviours"] == [] and code == 0
+
+
+def test_change_that_opens_the_multi_gpu_gate(run_cli, repo: Path) -> None:
+    edit(repo, CREATOR, "if attn_backend in (AttentionBackend.FLASHINFER,\n"
+         "                        AttentionBackend.FLASHINFER_STAR_ATTENTION):",
+         "if attn_backend == AttentionBackend.FLASHINFER_STAR_ATTENTION:")
+    commit(repo)
+    _, closed = audit(run_cli, repo)
+    assert closed["gates"]["multi_gpu"] is False
+    # Touch a path on the multi-GPU list in the same change: the 4-GPU stage now runs.
+    (repo / "tensorrt_llm/mapping.py").write_text("WORLD = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--amend", "-qm", "change + mapping")
+    code, opened = audit(run_cli, repo)
+    assert opened["gates"]["multi_gpu"] is True
+    g = next(g for g in behaviour(opened, "create_py_executor")["guards"]["parameter"]
+             if g["test_id"] == CHUNKED.format("FLASHINFER"))
+    assert g["verdict"] == "gated" and g["effective"] == "pre-merge"
+
+
+def test_cpp_file_is_reported_unlinked_never_dropped(run_cli, repo: Path) -> None:
+    (repo / "cpp").mkdir()
+    (repo / "cpp/kernel.cu").write_text("__global__ void k() {}\n")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    assert data["unlinked"] == [{"path": "cpp/kernel.cu", "status": "added",
+                                 "why": "no path rule links this file to tests"}]
+    assert any(f["rule"] == "unlinked-file" for f in data["findings"])
+
+
+def test_comment_only_change_is_no_behaviour(run_cli, repo: Path) -> None:
+    edit(repo, CREATOR, '"""Validate the configuration and return the executor config."""',
+         '"""Validate the configuration; return the executor config."""  # doc')
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    assert data["behaviours"] == [] and code == 0
+    assert any("only in whitespace, comments or docstrings" in n for n in data["notes"])
+
+
+def test_list_line_moved_to_post_merge_is_a_warning(run_cli, repo: Path) -> None:
+    path = "tests/integration/test_lists/test-db/l0_h100.yml"
+    line = ("  - accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_bfloat16"
+            "[attn_backend=TRTLLM-torch_compile=True]\n")
+    text = (repo / path).read_text()
+    text = text.replace(line, "")
+    text = text.replace("  # ------------- PyTorch tests ---------------\n", "  # PyTorch\n" + line, 1)
+    (repo / path).write_text(text)
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    moved = [c for c in data["list_changes"] if c["kind"] == "moved-to-post-merge"]
+    assert [c["test"] for c in moved] == [line.strip()[2:]]
+    assert any(f["rule"] == "guard-demoted" for f in data["findings"])
+
+
+def test_empty_diff(run_cli, repo: Path) -> None:
+    git(repo, "commit", "--allow-empty", "-qm", "nothing")
+    code, data = audit(run_cli, repo)
+    assert code == 0 and data["behaviours"] == [] and data["findings"] == []
+    assert data["summary"]["sentence"] == "No behaviour change found in this diff"
+
+
+def test_diff_that_does_not_apply(run_cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.diff"
+    bad.write_text((Path(EXAMPLE) / "pr.diff").read_text().replace(
+        " def create_py_executor(", " def create_executor("))
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", str(bad))
+    assert res.code == 2
+    assert "does not apply" in res.err and "Traceback" not in res.err
+
+
+def test_not_a_diff(run_cli, tmp_path: Path) -> None:
+    bad = tmp_path / "x.diff"
+    bad.write_text("@@ -1,2 +1,2 @@\n-x\n")
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", str(bad))
+    assert res.code == 2 and "Traceback" not in res.err
+
+
+def test_diff_paths_cannot_leave_the_root(run_cli, tmp_path: Path) -> None:
+    evil = tmp_path / "evil.diff"
+    evil.write_text("--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n")
+    res = run_cli("--root", EXAMPLE, "audit", "--diff", str(evil))
+    assert res.code == 2 and "leaves the checkout root" in res.err
+
+
+def test_base_or_diff_is_required(run_cli) -> None:
+    res = run_cli("--root", EXAMPLE, "audit")
+    assert res.code == 2 and "--base" in res.err
