@@ -19,6 +19,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "stats": ("reports.cmd_stats", "stats", "Count contexts, blocks, entries, QA lists, waives."),
     "where": ("reports.cmd_where", "where", "Which stages run a test, per parametrization."),
     "audit": ("reports.cmd_audit", "audit", "Is a change guarded by tests that run pre-merge?"),
+    "comment": ("reports.cmd_comment", "comment", "The PR comment (markdown); --post upserts it."),
+    "report": ("reports.cmd_report", "report", "Offline HTML coverage report (--html DIR)."),
+    "launch": ("reports.cmd_launch", "launch", "Run flagged guards on GPUs, Slurm or the PR bot."),
+    "promote": ("reports.cmd_promote", "promote", "Move post-merge test-db entries to pre-merge."),
+    "demote": ("reports.cmd_promote", "demote", "Move pre-merge test-db entries to post-merge."),
 }
 
 
