@@ -76,9 +76,16 @@ class Auditor:
         parts = qualname.split(".") if qualname else []
         ids: list[str] = []
         if self.inventory is not None:
+            listed = self.index.schedule.placements
             for it in self.inventory.by_file(file_id):
                 q = [*it.classes, it.function]
-                if q[: len(parts)] == parts and not it.is_placeholder:
+                if q[: len(parts)] != parts or it.is_placeholder:
+                    continue
+                if it.indeterminate:
+                    # Parametrized at run time: the listed ids of the function stand in for it.
+                    found = [t for t in listed if t.startswith(it.base + "[")]
+                    ids.extend(found or [it.nodeid])
+                else:
                     ids.append(it.nodeid)
         if not ids:
             base = "::".join([file_id, *parts])

@@ -63,7 +63,25 @@ def scan_module(path: str, text: str) -> ModuleInfo:
                 visit(child, q + ".")
 
     visit(tree, "")
+    _close_over_helpers(info)
     return info
+
+
+def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
+    """A test that calls a module-level helper uses what the helper uses (a few levels deep):
+    ``test_x`` -> ``_worker`` -> ``allreduce_sum`` links ``test_x`` to ``allreduce_sum``."""
+    top = {q: names for q, (_, _, names) in info.functions.items() if "." not in q}
+    for q, (start, end, names) in list(info.functions.items()):
+        seen = set(names)
+        frontier = {n for n in names if n in top and n != q}
+        for _ in range(depth):
+            nxt: set[str] = set()
+            for helper in frontier:
+                new = top[helper] - seen
+                seen |= new
+                nxt |= {n for n in new if n in top}
+            frontier = nxt
+        info.functions[q] = (start, end, frozenset(seen))
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The code under test of the gpu-smoke example."""

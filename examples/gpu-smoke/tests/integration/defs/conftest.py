@@ -1,0 +1,6 @@
+"""Make the example's `smoke` package importable from the test root."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))

@@ -1,0 +1,67 @@
+"""``testdb lint``: problems in the test plan, each with file:line, a rule and what to do."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+
+from reports.common import dump_json, format_option, paint, use_colour
+from testdb import __version__
+from testdb.errors import EXIT_FINDINGS, Severity
+
+_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@click.command()
+@format_option("text", "json", "sarif")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]),
+              default="error", show_default=True,
+              help="Exit 1 when findings at or above this severity exist.")
+@click.option("--inventory/--no-inventory", default=True, show_default=True,
+              help="Check entries against the static test inventory of --root.")
+@click.option("--rule", "rules", multiple=True, help="Only these rule ids (repeatable).")
+@click.pass_obj
+def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, ...]) -> int:
+    """Find entries naming no test, duplicates, stale waives, unreachable blocks and
+    contexts, stages without a context, dark and half-guarded tests.
+
+    \b
+    Examples:
+      testdb --root data/trtllm lint
+      testdb --root ~/TensorRT-LLM lint --format sarif > lint.sarif
+    """
+    from testdb.lint import lint as run_lint
+    from testdb.lint import sarif
+
+    index = opts.index()
+    inv = None
+    if inventory:
+        from testdb.inventory import build_static
+
+        inv = build_static(index.root)
+    findings = run_lint(index, inv)
+    if rules:
+        findings = [f for f in findings if f.rule in rules]
+    if fmt == "json":
+        click.echo(dump_json({"schema": "testdb-audit/lint@1", "findings": [
+            {"path": f.loc.path, "line": f.loc.line, "rule": f.rule,
+             "severity": f.severity.value, "message": f.message} for f in findings]}))
+    elif fmt == "sarif":
+        click.echo(dump_json(sarif(findings, __version__)))
+    else:
+        colour = use_colour()
+        colours = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: None}
+        for f in findings:
+            sev = paint(f.severity.value, colours[f.severity], colour, bold=True)
+            click.echo(f"{f.loc}: {sev}: {f.message} [{f.rule}]")
+        counts = Counter(f.severity.value for f in findings)
+        click.echo(f"{len(findings)} finding(s): {counts['error']} errors, "
+                   f"{counts['warning']} warnings, {counts['info']} info"
+                   + ("" if inv is None or len(inv) else
+                      "; no test sources under --root, so ids were not checked"), err=True)
+    if fail_on == "never":
+        return 0
+    worst = max((_RANK[f.severity.value] for f in findings), default=-1)
+    return EXIT_FINDINGS if worst >= _RANK[fail_on] else 0
