@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -61,6 +62,9 @@ class Options:
 
             self._index = load(self.root, stages=self.stages, triggers=self.triggers,
                                platform_facts=self.platform_facts, use_cache=self.use_cache)
+            # The index lives until the command exits: keep the cyclic GC from walking its
+            # tens of thousands of records on every collection (that cost more than the load).
+            gc.freeze()
         return self._index
 
 

@@ -37,9 +37,11 @@ def match_ids(ids: list[str], pattern: str) -> list[str]:
         g = _glob(pattern)
         return sorted(i for i in ids if fnmatchcase(i, g) or fnmatchcase(_head(i), g))
     out = []
+    tails = ("::" + pattern, "/" + pattern)
     for i in ids:
         head = _head(i)
-        if head == pattern or head.endswith("::" + pattern) or head.endswith("/" + pattern):
+        # `Class::func` or `func` names every parametrization; `func[params]` names one.
+        if head == pattern or head.endswith(tails) or i.endswith(tails):
             out.append(i)
     return sorted(out)
 
