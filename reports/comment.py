@@ -2,95 +2,259 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "<!-- testdb-audit -->"
 MAX_CHARS = 60_000
+LISTS_DIR = "tests/integration/test_lists/"
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
+_OUTCOME_ICON = {"passed": "✅", "failed": "❌", "error": "❌", "timeout": "⏱️", "oom": "❌",
+                 "pending": "⏳", "running": "⏳"}
+_GUARDS_PER_CELL = 4
+_CELL_CHARS = 1_500  # one finding message never crowds out the others
 
 
-def _link(repo: str | None, head: str | None, path: str, line: int) -> str:
-    label = f"{path}:{line}" if line else path
-    if repo and head and path:
-        anchor = f"#L{line}" if line else ""
-        return f"[`{label}`](https://github.com/{repo}/blob/{head}/{path}{anchor})"
-    return f"`{label}`"
+def _cell(text: str, limit: int = _CELL_CHARS) -> str:
+    text = " ".join(text.split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _guard_cell(data: dict[str, Any], f: dict[str, Any], limit: int = 4) -> str:
-    verdicts = {}
-    for b in data["behaviours"]:
-        for gs in b["guards"].values():
-            for g in gs:
-                verdicts.setdefault(g["test_id"], g["effective"])
-    cells = [f"`{t.split('::')[-1]}` {verdicts.get(t, '?')}" for t in f["guards"][:limit]]
-    if len(f["guards"]) > limit:
-        cells.append(f"+{len(f['guards']) - limit} more")
-    return "<br>".join(cells) or "none"
+def _short(path: str) -> str:
+    return path[len(LISTS_DIR):] if path.startswith(LISTS_DIR) else path
+
+
+def _leaf(test_id: str) -> str:
+    head, bracket, params = test_id.partition("[")
+    return head.rsplit("::", 1)[-1] + bracket + params
+
+
+def data_digest(data_files: dict[str, str]) -> str:
+    """One short digest over every input file's hash: equal digests, equal test plans."""
+    h = hashlib.sha256()
+    for path, digest in sorted(data_files.items()):
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest()[:12]
+
+
+@dataclass
+class _Part:
+    """A block of lines; `rows` may be cut from the end (then `more` says how many were left)."""
+
+    head: list[str]
+    rows: list[str] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)
+    more: str = ""  # format string with {n}; empty: the part is kept whole or dropped
+    priority: int = 0  # 0: always kept; higher numbers are cut first
+
+    def lines(self, keep: int | None = None) -> list[str]:
+        keep = len(self.rows) if keep is None else keep
+        if keep == 0 and self.rows and not self.more:
+            return []
+        cut = len(self.rows) - keep
+        return [*self.head, *self.rows[:keep], *([self.more.format(n=cut)] if cut else []),
+                *self.tail]
+
+
+class _Comment:
+    def __init__(self, data: dict[str, Any], repo: str | None, report_url: str | None,
+                 results: list[dict[str, Any]] | None, head_sha: str | None) -> None:
+        self.data = data
+        self.repo = repo
+        self.report_url = report_url
+        self.results = results or []
+        self.prov: dict[str, Any] = data.get("provenance") or {}
+        self.head: str | None = head_sha or self.prov.get("head")
+        self.outcome = {r["test_id"]: r for r in self.results}
+        self.guards: dict[str, dict[str, Any]] = {}
+        for b in data["behaviours"]:
+            for gs in b["guards"].values():
+                for g in gs:
+                    self.guards.setdefault(g["test_id"], g)
+
+    # ---- pieces ---------------------------------------------------------------------------
+    def link(self, path: str, line: int, label: str | None = None) -> str:
+        text = label or (f"{path}:{line}" if line else path)
+        if self.repo and self.head and path:
+            anchor = f"#L{line}" if line else ""
+            return f"[`{text}`](https://github.com/{self.repo}/blob/{self.head}/{path}{anchor})"
+        return f"`{text}`"
+
+    def guard(self, test_id: str) -> str:
+        g = self.guards.get(test_id)
+        text = f"`{_cell(_leaf(test_id), 300)}` {g['effective'] if g else '?'}"
+        if g:
+            # The test-db lines first: they decide the class; QA lines only add to it.
+            lines = sorted({(r["pr_class"] == "qa", r["path"], r["line"]) for r in g["runs"]
+                            if not r["waived"]})
+            text += "".join(f" · {self.link(p, n, f'{_short(p)}:{n}')}"
+                            for _, p, n in lines[:3])
+        r = self.outcome.get(test_id)
+        if r:
+            text += f" · {_OUTCOME_ICON.get(r['outcome'], '⚠️')} {r['outcome']}"
+        return text
+
+    def provenance(self) -> str:
+        p = self.prov
+        files = p.get("data_files") or {}
+        gates = self.data.get("gates") or {}
+        bits = [f"head `{str(self.head)[:12]}`" if self.head else
+                ("" if p.get("diff") else "work tree"),
+                f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
+                f"diff `{p['diff'].rsplit('/', 1)[-1]}`" if p.get("diff") else "",
+                "multi-GPU gate " + ("open" if gates.get("multi_gpu") else "closed"),
+                ("auto-trigger " + ", ".join(gates["auto_trigger_tags"]))
+                if gates.get("auto_trigger_tags") else "",
+                f"testdb-audit {p.get('version', '?')}",
+                f"test plan `{data_digest(files)}` ({len(files)} files)" if files else ""]
+        return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
+
+    def results_summary(self) -> str:
+        counts = Counter(r["outcome"] for r in self.results)
+        order = sorted(counts, key=lambda o: (o != "passed", o))
+        return ", ".join(f"{counts[o]} {o}" for o in order)
+
+    # ---- parts ----------------------------------------------------------------------------
+    def parts(self, findings: list[dict[str, Any]]) -> list[_Part]:
+        s = self.data["summary"]
+        bad = s["errors"] or any(f["severity"] == "error" for f in findings)
+        icon = "❌" if bad else "⚠️"
+        parts = [_Part([f"{icon} **testdb-audit: {s['sentence']}.**", "", self.provenance()])]
+        if findings:
+            rows = []
+            for f in findings:
+                where = self.link(f["path"], f["line"])
+                if f.get("function"):
+                    where += f" `{_cell(f['function'], 200)}`"
+                guards = f.get("guards") or []
+                cells = [self.guard(t) for t in guards[:_GUARDS_PER_CELL]]
+                if len(guards) > _GUARDS_PER_CELL:
+                    cells.append(f"+{len(guards) - _GUARDS_PER_CELL} more")
+                rows.append(f"| {_ICON[f['severity']]} {f['severity']} | {where} | "
+                            f"{'<br>'.join(cells) or '-'} | {_cell(f['message'])} |")
+            parts.append(_Part(["", "| | where | guards (verdict for this PR) | evidence |",
+                                "|---|---|---|---|"], rows,
+                               more="| ✂️ | {n} more findings | see the full report | |",
+                               priority=2))
+        stages = self.data.get("missing_stages") or []
+        if stages:
+            parts.append(_Part(["", "**Run the missing guards before merge** (the exact shards "
+                                "that schedule them):", "", "```",
+                                f'/bot run --extra-stage "{", ".join(stages)}"', "```"]))
+        if self.results:
+            rows = []
+            for r in sorted(self.results, key=lambda r: (r["outcome"] == "passed", r["test_id"])):
+                dur = f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "-"
+                rows.append(f"| `{_cell(r['test_id'], 400)}` | "
+                            f"{_OUTCOME_ICON.get(r['outcome'], '⚠️')} {r['outcome']} | "
+                            f"{_cell(r.get('backend') or '-', 40)} | "
+                            f"{_cell(r.get('where') or '-', 200)} | "
+                            f"{r.get('started_at') or '-'} | {dur} |")
+            parts.append(_Part(["", f"**Launched guards:** {self.results_summary()}", "",
+                                "| test | outcome | backend | where | started | duration |",
+                                "|---|---|---|---|---|---|"], rows,
+                               more="| ✂️ {n} more results | | | | | |", priority=3))
+        parts.append(self.details())
+        tail = [""]
+        if self.report_url:
+            tail.append(f"[Full coverage report]({self.report_url})")
+        parts.append(_Part([*tail, MARKER]))
+        return parts
+
+    def details(self) -> _Part:
+        rows: list[str] = []
+        for b in self.data["behaviours"]:
+            tokens = ", ".join(f"`{t}`" for t in (b.get("tokens") or [])[:10])
+            rows.append(f"- **`{b['function']}`** {self.link(b['path'], b['line'])}: "
+                        f"**{b['verdict']}** (decided by the {b.get('tier') or 'no'} tier)"
+                        + (f"; tokens {tokens}" if tokens else ""))
+            for tier, gs in b["guards"].items():
+                shown = ", ".join(f"`{_cell(g['test_id'], 300)}` ({g['effective']})"
+                                  for g in gs[:8])
+                rows.append(f"  - {tier}: {shown}" + (f", +{len(gs) - 8} more"
+                                                      if len(gs) > 8 else ""))
+        for f in self.data["findings"]:
+            if f["severity"] == "info":
+                rows.append(f"- {_ICON['info']} {self.link(f['path'], f['line'])}: "
+                            f"{_cell(f['message'])}")
+        for lc in self.data.get("list_changes") or []:
+            rows.append(f"- list change: {lc.get('kind')} `{lc.get('test')}` "
+                        f"{self.link(str(lc.get('path', '')), int(lc.get('line') or 0))}")
+        for n in self.data.get("notes") or []:
+            rows.append(f"- note: {_cell(str(n))}")
+        files = self.prov.get("data_files") or {}
+        if files:
+            rows.append("- test plan files: " + ", ".join(
+                f"`{_short(k)}` {str(v)[:12]}" for k, v in sorted(files.items())))
+        return _Part(["", "<details><summary>Behaviour changes, all guards and provenance"
+                      "</summary>", ""], rows, ["", "</details>"],
+                     more="- ✂️ {n} more lines: see the full report", priority=4)
+
+    def one_liner(self) -> str:
+        s = self.data["summary"]
+        icon = "✅" if s["behaviours"] else "➖"
+        extra = [f"head `{str(self.head)[:12]}`" if self.head else "",
+                 f"{len(self.results)} launched guards passed" if self.results else "",
+                 f"[report]({self.report_url})" if self.report_url else ""]
+        tail = "; ".join(e for e in extra if e)
+        return f"{icon} **testdb-audit:** {s['sentence']}" + (f" ({tail})" if tail else "") + \
+            f". {MARKER}\n"
 
 
 def render_comment(data: dict[str, Any], *, repo: str | None = None,
                    report_url: str | None = None, results: list[dict[str, Any]] | None = None,
-                   max_chars: int = MAX_CHARS) -> str:
-    s = data["summary"]
-    p = data["provenance"]
-    head, base = p.get("head"), p.get("base")
-    findings = [f for f in data["findings"] if f["severity"] in ("error", "warning")]
-    if not findings and not results:
-        icon = "✅" if s["behaviours"] else "➖"
-        return (f"{MARKER}\n{icon} **testdb-audit:** {s['sentence']}"
-                f" (head `{str(head or '-')[:10]}`).\n")
-    out = [MARKER, f"{'❌' if s['errors'] else '⚠️'} **testdb-audit:** {s['sentence']}", ""]
-    hashes = ", ".join(f"`{k.rsplit('/', 1)[-1]}` {v[:8]}"
-                       for k, v in list(p.get("data_files", {}).items())[:6])
-    more = len(p.get("data_files", {})) - 6
-    out.append(f"<sub>head `{str(head or '-')[:12]}` · base `{str(base or '-')[:12]}` · "
-               f"testdb-audit {p.get('version', '?')} · data: {hashes}"
-               + (f" +{more} files" if more > 0 else "") + "</sub>")
-    out += ["", "| | where | guards (verdict for this PR) | evidence |", "|---|---|---|---|"]
-    for f in findings:
-        where = _link(repo, head, f["path"], f["line"])
-        if f.get("function"):
-            where += f" `{f['function']}`"
-        msg = f["message"].replace("|", "\\|")
-        out.append(f"| {_ICON[f['severity']]} {f['severity']} | {where} | "
-                   f"{_guard_cell(data, f)} | {msg} |")
-    stages = data.get("missing_stages") or []
-    if stages:
-        out += ["", "**Run the missing guards before merge:**", "", "```",
-                f'/bot run --extra-stage "{", ".join(stages)}"', "```"]
-    if results:
-        out += ["", "**Launched guards:**", "", "| test | outcome | where | when | duration |",
-                "|---|---|---|---|---|"]
-        for r in results:
-            dur = f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "-"
-            out.append(f"| `{r['test_id']}` | {r['outcome']} | {r.get('where') or '-'} | "
-                       f"{r.get('started_at') or '-'} | {dur} |")
-    out += ["", "<details><summary>Behaviour changes and all guards</summary>", ""]
-    for b in data["behaviours"]:
-        out.append(f"- **`{b['function']}`** {_link(repo, head, b['path'], b['line'])}: "
-                   f"**{b['verdict']}** (decided by the {b['tier'] or 'no'} tier); tokens "
-                   + ", ".join(f"`{t}`" for t in b["tokens"][:10]))
-        for tier, gs in b["guards"].items():
-            out.append(f"  - {tier}: " + ", ".join(f"`{g['test_id']}` ({g['effective']})"
-                                                   for g in gs[:8])
-                       + (f", +{len(gs) - 8} more" if len(gs) > 8 else ""))
-    for lc in data.get("list_changes", []):
-        out.append(f"- list change: {lc['kind']} `{lc['test']}` "
-                   f"{_link(repo, head, lc['path'], lc['line'])}")
-    for n in data.get("notes", []):
-        out.append(f"- note: {n}")
-    out += ["", "</details>", ""]
-    return _cap("\n".join(out), max_chars, report_url)
+                   max_chars: int = MAX_CHARS, head_sha: str | None = None) -> str:
+    """The comment body: a verdict sentence first, then what to do; at most `max_chars`."""
+    c = _Comment(data, repo, report_url, results, head_sha)
+    rank = {"error": 0, "warning": 1}
+    findings = sorted((f for f in data["findings"] if f["severity"] in rank),
+                      key=lambda f: rank[f["severity"]])
+    failed = [r for r in c.results if r["outcome"] != "passed"]
+    if not findings and not failed and not data["summary"]["errors"]:
+        return c.one_liner()
+    return _fit(c.parts(findings), max_chars, report_url, len(findings))
 
 
-def _cap(text: str, max_chars: int, report_url: str | None) -> str:
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _fit(parts: list[_Part], max_chars: int, report_url: str | None, n_findings: int) -> str:
+    """Whole if it fits; otherwise cut the lowest-priority rows first, and say so up top."""
+    text = "\n".join(line for p in parts for line in p.lines()) + "\n"
     if len(text) <= max_chars:
         return text
-    note = ("\n\n**This comment was cut to fit GitHub's limit.** "
-            + (f"See the full [HTML report]({report_url})." if report_url
-               else "See the full report: `testdb report --html DIR --audit audit.json`."))
-    cut = text[: max_chars - len(note) - 20]
-    if cut.count("<details>") > cut.count("</details>"):
-        note = "\n</details>" + note
-    return cut.rsplit("\n", 1)[0] + note
+    where = (f"the [full HTML report]({report_url})" if report_url else
+             "the full report (`testdb report --html DIR --audit audit.json`)")
+    note_len = 400  # the note is written once the cuts are known; this bounds its length
+    keep = {id(p): len(p.rows) for p in parts}
+    budget = max_chars - note_len - _size([line for p in parts for line in p.lines(0)])
+    budget -= sum(len(p.more) + 12 for p in parts if p.rows)  # the "n more" lines
+    for p in sorted((p for p in parts if p.rows), key=lambda p: p.priority):
+        n = 0
+        for row in p.rows:
+            if len(row) + 1 > budget:
+                break
+            budget -= len(row) + 1
+            n += 1
+        keep[id(p)] = n
+    table = next((p for p in parts if p.priority == 2), None)
+    shown = keep[id(table)] if table else 0
+    cut_bits = [f"{shown} of {n_findings} findings shown" if table and shown < n_findings
+                else "all findings shown"]
+    if any(keep[id(p)] < len(p.rows) for p in parts if p.priority > 2):
+        cut_bits.append("launch results or details shortened")
+    note = ["", f"> ✂️ **This comment was cut to fit GitHub's limit ({max_chars:,} characters):** "
+            f"{'; '.join(cut_bits)}. Everything is in {where}."]
+    lines: list[str] = []
+    for i, p in enumerate(parts):
+        lines += p.lines(keep[id(p)])
+        if i == 0:
+            lines += note
+    text = "\n".join(lines) + "\n"
+    if len(text) > max_chars:  # only a monstrous header or stage list gets here
+        text = text[: max_chars - len(MARKER) - 80].rsplit("\n", 1)[0]
+        text += f"\n\n> ✂️ **Cut at {max_chars:,} characters.**\n{MARKER}\n"
+    return text

@@ -68,18 +68,17 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                         .get(f["severity"]), colour, bold=True)
             loc = f"{f['path']}:{f['line']}" if f["line"] else f["path"]
             out.append(f"  {sev} {loc}  [{f['rule']}]")
-            out.extend(textwrap.wrap(f["message"], width, initial_indent="    ",
-                                     subsequent_indent="    ", break_on_hyphens=False))
+            out.extend(_wrap(f["message"], width, "    "))
     for b in data["behaviours"]:
         out.append("")
         v = paint(b["verdict"].upper(), VERDICT_COLOURS.get(b["verdict"], "red"), colour,
                   bold=True)
         out.append(f"{b['function']}  ({b['path']}:{b['line']}, {b['status']})  {v}")
-        out.append(f"  tokens: {', '.join(b['tokens'][:12]) or '-'}")
+        out.extend(_wrap(f"tokens: {', '.join(b['tokens'][:12]) or '-'}", width, "  "))
         if b["pre_merge_guards"]:
-            out.append(f"  pre-merge guards: {', '.join(b['pre_merge_guards'][:4])}"
-                       + (f" +{len(b['pre_merge_guards']) - 4}"
-                          if len(b["pre_merge_guards"]) > 4 else ""))
+            pm = b["pre_merge_guards"]
+            out.extend(_wrap("pre-merge guards: " + ", ".join(short_id(t) for t in pm[:4])
+                             + (f" +{len(pm) - 4}" if len(pm) > 4 else ""), width, "  "))
         for tier in TIERS:
             gs = b["guards"].get(tier)
             if not gs:
@@ -89,7 +88,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                        + ("  <- decides the verdict" if mark == "*" else "  (context)"))
             for g in gs[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
-                out.append(f"     {g['test_id']}  {gv}")
+                out.append(f"     {short_id(g['test_id'])}  {gv}")
                 stages = sorted({r["stage"] for r in g["runs"] if not r["waived"]})
                 detail = f"       {g['reason']}"
                 if g.get("via"):
@@ -97,7 +96,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                 if stages:
                     detail += f"; stages: {', '.join(stages[:4])}" + (
                         f" +{len(stages) - 4}" if len(stages) > 4 else "")
-                out.append(detail)
+                out.extend(_wrap(detail.strip(), width, "       "))
             if len(gs) > max_guards:
                 out.append(f"     ... {len(gs) - max_guards} more (see --format json)")
     for lc in data["list_changes"]:
@@ -109,3 +108,16 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         out.append("Run the missing guards before merge:")
         out.append(f'  /bot run --extra-stage "{", ".join(data["missing_stages"])}"')
     return "\n".join(out)
+
+
+def short_id(test_id: str) -> str:
+    """``Class::func[params]`` without the file: the text view's width is for the parameters.
+    JSON and markdown keep whole ids."""
+    head, sep, params = test_id.partition("[")
+    parts = head.split("::")
+    return "::".join(parts[1:]) + sep + params if len(parts) > 1 else test_id
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False) or [indent]

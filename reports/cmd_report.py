@@ -1,0 +1,60 @@
+"""``testdb report``: the offline HTML coverage report of a checkout (and an audit)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import click
+
+from reports.common import dump_json, format_option, paint, report_diagnostics, use_colour
+from testdb.errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _typed(decorator: Any) -> Callable[[F], F]:
+    """Give the shared (untyped) option decorators a type, for mypy --strict."""
+    return cast("Callable[[F], F]", decorator)
+
+
+@click.command()
+@click.option("--html", "html_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Write the report into DIR (replaced atomically; made if missing).")
+@click.option("--audit", "audit_file", type=click.Path(dir_okay=False),
+              help="Audit JSON (`testdb audit --format json -o FILE`): its findings come first.")
+@click.option("--results", "results_file", type=click.Path(dir_okay=False),
+              help="Launch results JSON to show beside the guards.")
+@_typed(format_option("text", "json"))
+@click.pass_obj
+def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file: str | None,
+           fmt: str) -> int:
+    """Write a self-contained HTML coverage report (works offline, no CDN): per test file and
+    function, parametrizations by verdict; the stages; lint; audit findings first when given.
+
+    \b
+    Examples:
+      testdb --root data/trtllm report --html out/report
+      testdb --root examples/flashinfer-reuse report --html out/fi --audit audit.json
+      python -m http.server -d out/report   # or open out/report/index.html directly
+    """
+    from reports.html import generate
+    from reports.inputs import read_audit, read_results
+
+    if not html_dir:
+        raise UsageError("give --html DIR (the only report format so far)")
+    audit = read_audit(audit_file) if audit_file else None
+    results = read_results(results_file) if results_file else None
+    t0 = time.perf_counter()
+    index = opts.index()
+    info = generate(index, html_dir, audit, results)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    if fmt == "json":
+        click.echo(dump_json(info))
+    else:
+        colour = use_colour()
+        click.echo(f"{paint('wrote', 'green', colour, bold=True)} {info['index']}  "
+                   f"({info['test_ids']} test ids, {info['functions']} functions, "
+                   f"{info['stages']} stages, {info['seconds']:.2f} s)")
+    return report_diagnostics(index.diagnostics, quiet_warnings=True)

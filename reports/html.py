@@ -1,0 +1,335 @@
+"""The offline HTML coverage report: a view model built here, rendered by jinja2 templates.
+
+One self-contained directory: ``index.html`` and ``function.html`` (templates), ``static/``
+(CSS and vanilla JS, no CDN), ``data.js`` (the index rows as JSON, rendered page by page in the
+browser) and ``detail/fN.js`` (per test file: the parametrization x stage matrices).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+import testdb
+from reports.comment import data_digest
+from testdb.errors import UsageError
+from testdb.index import Index
+from testdb.schedule import VERDICTS, Placement, verdict_for, verdict_of_class
+
+REPORT_SCHEMA = "testdb-audit/report@1"
+MARKER_FILE = ".testdb-report"
+LISTS_DIR = "tests/integration/test_lists/"
+UNIT_FUNCTION = "(unit-test selection)"
+_LINT_LIMIT = 500
+
+
+@dataclass
+class ReportView:
+    """What the templates and the data files get; everything decided here, nothing in them."""
+
+    page: dict[str, Any]  # for the jinja templates
+    data: dict[str, Any]  # becomes data.js
+    details: dict[int, dict[str, Any]]  # file index -> detail/f<N>.js
+
+
+def split_test_id(test_id: str) -> tuple[str, str, str]:
+    """``file::Class::func[params]`` -> (file, ``Class::func``, ``[params]``); unit-test
+    selections (``unittest/path -k "x"``) -> (path, UNIT_FUNCTION, the options)."""
+    bracket = test_id.find("[")
+    head = test_id if bracket < 0 else test_id[:bracket]
+    if "::" not in head:
+        path, _, args = test_id.partition(" ")
+        return path, UNIT_FUNCTION, args.strip()
+    file, _, function = head.partition("::")
+    return file, function, "" if bracket < 0 else test_id[bracket:]
+
+
+def short(path: str) -> str:
+    return path[len(LISTS_DIR):] if path.startswith(LISTS_DIR) else path
+
+
+class _Paths:
+    """Interns evidence paths per detail file (most cells share a handful of list files)."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._idx: dict[str, int] = {}
+
+    def __call__(self, path: str) -> int:
+        if path not in self._idx:
+            self._idx[path] = len(self.items)
+            self.items.append(short(path))
+        return self._idx[path]
+
+
+def _param_detail(test_id: str, params: str, placements: list[Placement], verdict: str,
+                  stage_idx: dict[str, int], paths: _Paths) -> dict[str, Any]:
+    cells: dict[int, list[list[Any]]] = defaultdict(list)
+    qa: list[list[Any]] = []
+    lines: list[list[Any]] = []
+    for p in placements:
+        pi, ln = paths(p.entry.loc.path), p.entry.loc.line
+        if p.kind == "qa":
+            qa.append([pi, ln, p.context, 1 if p.waived_by else 0])
+            continue
+        term = p.block.stage_term if p.block else None
+        lines.append([pi, ln, p.context, p.block.loc.line if p.block else 0, term or "any",
+                      p.block.condition.describe() if p.block else "", p.entry.marker or ""])
+        for r in p.runs:
+            waived = bool(r.waived_by)
+            cells[stage_idx[r.stage]].append([pi, ln, r.shard, r.splits,
+                                              "waived" if waived else r.verdict,
+                                              ",".join(r.assumed)])
+    return {"id": test_id, "params": params, "verdict": verdict,
+            "cells": {str(k): v for k, v in sorted(cells.items())}, "qa": qa, "lines": lines}
+
+
+def _lint_rows(index: Index) -> list[dict[str, Any]]:
+    """Index diagnostics plus `testdb.lint` findings when that module exists."""
+    found: list[Any] = list(index.diagnostics)
+    try:
+        lint = getattr(importlib.import_module("testdb.lint"), "lint", None)
+    except ImportError:
+        lint = None
+    if callable(lint):
+        with contextlib.suppress(Exception):  # an optional section must not sink the report
+            found += list(lint(index) or [])
+    rows: dict[str, dict[str, Any]] = {}
+    for d in found:
+        loc = getattr(d, "loc", None)
+        sev = getattr(getattr(d, "severity", None), "value", getattr(d, "severity", "info"))
+        row = {"path": short(str(getattr(loc, "path", "") or "")),
+               "line": int(getattr(loc, "line", 0) or 0), "severity": str(sev),
+               "rule": str(getattr(d, "rule", "") or ""), "message": str(getattr(d, "message", d))}
+        rows.setdefault(f"{row['path']}:{row['line']}:{row['message']}", row)
+    rank = {"error": 0, "warning": 1}
+    return sorted(rows.values(), key=lambda r: (rank.get(r["severity"], 2), r["path"], r["line"]))
+
+
+def build_view(index: Index, audit: dict[str, Any] | None = None,
+               results: list[dict[str, Any]] | None = None) -> ReportView:
+    """Everything the report shows, from the index (and an audit and launch results)."""
+    sched = index.schedule
+    stage_names = sorted(sched.stages)
+    stage_idx = {n: i for i, n in enumerate(stage_names)}
+    known = index.durations
+    stages = []
+    for n in stage_names:
+        ss = sched.stages[n]
+        st = ss.stage
+        with_duration = sum(1 for e in ss.entries if e.test in known or e.ci_node_id in known)
+        stages.append([n, st.context, st.split_id, st.splits, ss.pr_class,
+                       verdict_of_class(ss.pr_class), len(ss.entries), round(ss.duration_s),
+                       with_duration, st.platform, st.gpu_count,
+                       1 if ss.missing_context else 0])
+
+    def stage_order(i: int) -> tuple[int, str]:
+        return _class_rank(str(stages[i][5])), stage_names[i]
+
+    grouped: dict[str, dict[str, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    for tid in sched.placements:
+        file, function, params = split_test_id(tid)
+        grouped[file][function].append((params, tid))
+    files = sorted(grouped)
+    vix = {v: i for i, v in enumerate(VERDICTS)}
+    functions: list[list[Any]] = []
+    file_rows: list[list[Any]] = []
+    details: dict[int, dict[str, Any]] = {}
+    where: dict[str, list[Any]] = {}  # test id -> [file idx, function idx, params]
+    totals: Counter[str] = Counter()
+    for fi, file in enumerate(files):
+        paths = _Paths()
+        fcounts = [0] * len(VERDICTS)
+        fdetail: list[dict[str, Any]] = []
+        for ni, function in enumerate(sorted(grouped[file])):
+            counts = [0] * len(VERDICTS)
+            params_out: list[dict[str, Any]] = []
+            used: set[int] = set()
+            for params, tid in sorted(grouped[file][function]):
+                pl = list(sched.placements[tid])
+                v = verdict_for(pl)
+                counts[vix[v]] += 1
+                totals[v] += 1
+                pd = _param_detail(tid, params, pl, v, stage_idx, paths)
+                used.update(int(k) for k in pd["cells"])
+                params_out.append(pd)
+                where[tid] = [fi, ni, params]
+            fcounts = [a + b for a, b in zip(fcounts, counts, strict=True)]
+            functions.append([fi, function, ni, *counts])
+            fdetail.append({"name": function, "stages": sorted(used, key=stage_order),
+                            "params": params_out})
+        file_rows.append([fi, len(grouped[file]), *fcounts])
+        details[fi] = {"schema": REPORT_SCHEMA, "file": fi, "name": file, "paths": paths.items,
+                       "functions": fdetail}
+    outcome = {str(r["test_id"]): str(r["outcome"]) for r in results or []}
+    total = sum(totals.values())
+    files_digest = data_digest(index.files)
+    data = {
+        "schema": REPORT_SCHEMA, "verdicts": list(VERDICTS), "files": files,
+        "functions": functions, "file_rows": file_rows, "stages": stages,
+        "stage_fields": ["name", "context", "shard", "splits", "pr_class", "verdict", "tests",
+                         "duration_s", "with_duration", "platform", "gpus", "missing_context"],
+        "function_fields": ["file", "function", "index", *VERDICTS],
+        "results": outcome, "tests": {t: where[t] for t in sorted(set(outcome) & set(where))},
+    }
+    page = {
+        "title": f"testdb-audit coverage: {os.path.basename(os.path.abspath(index.root))}",
+        "version": testdb.__version__, "root": index.root, "digest": files_digest,
+        "n_files": len(index.files),
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "totals": [{"verdict": v, "count": totals[v],
+                    "share": f"{100 * totals[v] / total:.1f}" if total else "0.0"}
+                   for v in VERDICTS],
+        "total": total, "n_test_files": len(files), "n_functions": len(functions),
+        "n_stages": len(stages), "verdicts": list(VERDICTS),
+        "audit": _audit_view(audit, where) if audit else None,
+        "results": _results_view(results, where) if results else None,
+        "lint": (lint := _lint_rows(index))[:_LINT_LIMIT], "lint_total": len(lint),
+        "lint_more": max(0, len(lint) - _LINT_LIMIT),
+    }
+    return ReportView(page, data, details)
+
+
+def _class_rank(verdict: str) -> int:
+    return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
+
+
+def _href(where: dict[str, list[Any]], test_id: str, via: str = "") -> str | None:
+    from urllib.parse import quote
+
+    hit = where.get(test_id) or (where.get(via) if via else None)
+    if hit is None:
+        return None
+    return f"function.html#f={hit[0]}&n={hit[1]}&p={quote(str(hit[2]), safe='')}"
+
+
+def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, Any]:
+    guards: dict[str, dict[str, Any]] = {}
+    for b in audit["behaviours"]:
+        for gs in b["guards"].values():
+            for g in gs:
+                guards.setdefault(g["test_id"], g)
+
+    def guard(tid: str) -> dict[str, Any]:
+        g = guards.get(tid, {})
+        return {"id": tid, "verdict": g.get("effective", "?"),
+                "href": _href(where, tid, str(g.get("via") or ""))}
+
+    rank = {"error": 0, "warning": 1, "info": 2}
+    findings = [{"severity": f["severity"], "rule": f.get("rule", ""), "path": f["path"],
+                 "line": f["line"], "message": f["message"], "function": f.get("function", ""),
+                 "guards": [guard(t) for t in f.get("guards") or []]}
+                for f in sorted(audit["findings"], key=lambda f: rank.get(f["severity"], 3))]
+    behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
+                   "verdict": b["verdict"], "tier": b.get("tier") or "none",
+                   "guards": [guard(g["test_id"]) for g in b["guards"].get(b.get("tier") or "",
+                                                                            [])]}
+                  for b in audit["behaviours"]]
+    p = audit.get("provenance") or {}
+    stages = audit.get("missing_stages") or []
+    return {"sentence": audit["summary"]["sentence"],
+            "status": "bad" if audit["summary"]["errors"] else "ok",
+            "findings": findings, "behaviours": behaviours,
+            "bot": f'/bot run --extra-stage "{", ".join(stages)}"' if stages else "",
+            "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
+            "diff": p.get("diff") or "-"}
+
+
+def _results_view(results: list[dict[str, Any]], where: dict[str, list[Any]]
+                  ) -> dict[str, Any]:
+    counts = Counter(str(r["outcome"]) for r in results)
+    rows = [{"id": r["test_id"], "outcome": r["outcome"], "backend": r.get("backend") or "-",
+             "where": r.get("where") or "-", "started": r.get("started_at") or "-",
+             "duration": f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "-",
+             "href": _href(where, str(r["test_id"]))}
+            for r in sorted(results, key=lambda r: (r["outcome"] == "passed", r["test_id"]))]
+    return {"rows": rows, "summary": ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))}
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+def _js(prefix: str, payload: Any) -> str:
+    # ASCII-only JSON is also valid JS; U+2028 and friends cannot break the script.
+    return f"{prefix}({json.dumps(payload, ensure_ascii=True, separators=(',', ':'))});\n"
+
+
+def render_files(view: ReportView) -> dict[str, str]:
+    """Relative path -> text of every generated (non-static) file."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    out = {"index.html": env.get_template("index.html.j2").render(page=view.page),
+           "function.html": env.get_template("function.html.j2").render(page=view.page),
+           "data.js": _js("TESTDB_DATA", view.data)}
+    for fi, d in view.details.items():
+        out[f"detail/f{fi}.js"] = _js("TESTDB_DETAIL", d)
+    return out
+
+
+def _copy_static(dest: str) -> None:
+    os.makedirs(dest, exist_ok=True)
+    for item in resources.files("reports").joinpath("static").iterdir():
+        if item.is_file() and not item.name.startswith("."):
+            with open(os.path.join(dest, item.name), "wb") as fh:
+                fh.write(item.read_bytes())
+
+
+def write_report(out_dir: str, view: ReportView) -> list[str]:
+    """Write the report into a temp directory beside ``out_dir``, then rename it into place."""
+    target = os.path.abspath(out_dir)
+    if os.path.exists(target):
+        if not os.path.isdir(target):
+            raise UsageError(f"{out_dir} exists and is not a directory")
+        if os.listdir(target) and not os.path.exists(os.path.join(target, MARKER_FILE)):
+            raise UsageError(f"{out_dir} exists and is not a testdb report; refusing to replace it",
+                             hint="give a new or empty directory")
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.new-")
+    old = None
+    try:
+        written = []
+        for rel, text in render_files(view).items():
+            path = os.path.join(tmp, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            written.append(rel)
+        _copy_static(os.path.join(tmp, "static"))
+        with open(os.path.join(tmp, MARKER_FILE), "w", encoding="utf-8") as fh:
+            fh.write(REPORT_SCHEMA + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is for sharing
+        if os.path.exists(target):
+            old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(target)}.old-")
+            os.replace(target, os.path.join(old, "report"))
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old and not os.path.exists(target) and os.path.exists(os.path.join(old, "report")):
+            os.replace(os.path.join(old, "report"), target)
+        raise
+    finally:
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+    return written
+
+
+def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
+             results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Build and write the report; returns a small summary for the CLI."""
+    view = build_view(index, audit, results)
+    files = write_report(out_dir, view)
+    return {"schema": REPORT_SCHEMA, "dir": out_dir, "index": os.path.join(out_dir, "index.html"),
+            "files": len(files), "test_ids": view.page["total"],
+            "functions": view.page["n_functions"], "stages": view.page["n_stages"]}

@@ -1,0 +1,125 @@
+"""Read the JSON files the renderers take (audit, launch results), checked once at the boundary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from auditor.model import AUDIT_SCHEMA
+from testdb.errors import InputError
+
+_SEVERITIES = ("error", "warning", "info")
+
+
+class _Shape:
+    """Walks a parsed document and raises `error: FILE: where: what` on the first mismatch."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, where: str, what: str, hint: str = "") -> InputError:
+        return InputError(f"{self.path}: {where}: {what}" if where else f"{self.path}: {what}",
+                          hint=hint)
+
+    def obj(self, value: Any, where: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_kind(value)}")
+        missing = [k for k in keys if k not in value]
+        if missing:
+            raise self.fail(where, f"missing key{'s' if len(missing) > 1 else ''} "
+                            + ", ".join(repr(k) for k in missing),
+                            "write the file with `testdb audit --format json -o FILE`")
+        return value
+
+    def lst(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected a list, got {_kind(value)}")
+        return value
+
+    def typed(self, value: Any, where: str, kind: type | tuple[type, ...], name: str,
+              optional: bool = False) -> Any:
+        if value is None and optional:
+            return value
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.fail(where, f"expected {name}, got {_kind(value)}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
+
+
+def _load(path: str, what: str) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: the {what} is not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}",
+                         hint=f"expected the {what} written by testdb") from None
+
+
+def check_audit(doc: Any, path: str) -> dict[str, Any]:
+    """Check the shape every renderer relies on; return the document unchanged."""
+    s = _Shape(path)
+    top = s.obj(doc, "", ())
+    if top.get("schema") != AUDIT_SCHEMA:
+        raise s.fail("", f"not an audit file (schema {top.get('schema')!r})",
+                     f"expected schema {AUDIT_SCHEMA!r} (`testdb audit --format json`)")
+    s.obj(top, "", ("provenance", "summary", "findings", "behaviours"))
+    prov = s.obj(top["provenance"], "provenance")
+    for key in ("head", "base", "version", "diff"):
+        s.typed(prov.get(key), f"provenance.{key}", str, "a string", optional=True)
+    s.obj(prov.get("data_files", {}), "provenance.data_files")
+    summ = s.obj(top["summary"], "summary", ("behaviours", "unguarded", "errors", "warnings",
+                                             "sentence"))
+    for key in ("behaviours", "unguarded", "errors", "warnings"):
+        s.typed(summ[key], f"summary.{key}", int, "an integer")
+    s.typed(summ["sentence"], "summary.sentence", str, "a string")
+    for i, f in enumerate(s.lst(top["findings"], "findings")):
+        w = f"findings[{i}]"
+        s.obj(f, w, ("severity", "path", "line", "message"))
+        if f["severity"] not in _SEVERITIES:
+            raise s.fail(f"{w}.severity", f"expected one of {', '.join(_SEVERITIES)}, "
+                         f"got {f['severity']!r}")
+        s.typed(f["path"], f"{w}.path", str, "a string")
+        s.typed(f["line"], f"{w}.line", int, "an integer")
+        s.typed(f["message"], f"{w}.message", str, "a string")
+        for key in ("guards", "stages"):
+            for j, g in enumerate(s.lst(f.get(key, []), f"{w}.{key}")):
+                s.typed(g, f"{w}.{key}[{j}]", str, "a string")
+    for i, b in enumerate(s.lst(top["behaviours"], "behaviours")):
+        w = f"behaviours[{i}]"
+        s.obj(b, w, ("path", "function", "line", "verdict", "guards"))
+        s.typed(b["line"], f"{w}.line", int, "an integer")
+        for tier, gs in s.obj(b["guards"], f"{w}.guards").items():
+            for j, g in enumerate(s.lst(gs, f"{w}.guards.{tier}")):
+                gw = f"{w}.guards.{tier}[{j}]"
+                s.obj(g, gw, ("test_id", "effective", "runs"))
+                for k, r in enumerate(s.lst(g["runs"], f"{gw}.runs")):
+                    s.obj(r, f"{gw}.runs[{k}]", ("stage", "pr_class", "path", "line", "waived"))
+    for key in ("missing_stages", "notes", "list_changes", "changed_tests", "unlinked"):
+        s.lst(top.get(key, []), key)
+    return top
+
+
+def read_audit(path: str) -> dict[str, Any]:
+    """An audit JSON file (``testdb audit --format json``), or InputError naming the file."""
+    return check_audit(_load(path, "audit JSON"), path)
+
+
+def read_results(path: str) -> list[dict[str, Any]]:
+    """The result rows of a launch results file (``testdb-audit/run-results@1``)."""
+    from auditor.launch.model import read_results as read_run_results
+    from auditor.launch.model import result_to_dict
+
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file", hint="give the results.json a launch wrote")
+    return [result_to_dict(r) for r in read_run_results(p).results]

@@ -1,0 +1,345 @@
+/* testdb-audit coverage report: vanilla JS, no dependencies, works from file:// and offline.
+ * data.js defines TESTDB_DATA(...) input; the tables draw one page of rows at a time so the
+ * DOM stays small on the full corpus. */
+(function () {
+  "use strict";
+
+  var DATA = null;
+  var DETAILS = {};
+  var PAGE_SIZE = 100;
+
+  window.TESTDB_DATA = function (d) { DATA = d; };
+  window.TESTDB_DETAIL = function (d) {
+    DETAILS[d.file] = d;
+    if (document.body && document.body.dataset.page === "function") { renderFunction(); }
+  };
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+  function badge(v, text) {
+    return '<span class="v v-' + esc(v) + '">' + esc(text === undefined ? v : text) + "</span>";
+  }
+  function duration(s) {
+    if (!s) { return "-"; }
+    var m = Math.round(s / 60);
+    return m < 60 ? m + " min" : Math.floor(m / 60) + " h " + (m % 60) + " min";
+  }
+  function fnHref(f, n, p) {
+    return "function.html#f=" + f + "&n=" + n + (p ? "&p=" + encodeURIComponent(p) : "");
+  }
+  function $(id) { return document.getElementById(id); }
+  /* Marks the first rows as drawn: tests wait on data-ready, benchmarks read the mark. */
+  function ready() {
+    if (document.body.dataset.ready !== "1" && window.performance && performance.mark) {
+      performance.mark("testdb-ready");
+    }
+    document.body.dataset.ready = "1";
+  }
+
+  /* A sortable, filterable, paged table over an array of row objects. */
+  function Table(o) {
+    this.o = o;
+    this.key = o.sortKey;
+    this.dir = o.sortDir || 1;
+    this.page = 0;
+    this.view = [];
+    var self = this;
+    var tr = document.createElement("tr");
+    o.columns.forEach(function (c) {
+      var th = document.createElement("th");
+      th.textContent = c.label;
+      th.dataset.key = c.key;
+      th.tabIndex = 0;
+      th.title = "Sort by " + c.label;
+      if (c.num) { th.className = "num"; }
+      if (c.verdict) { th.className += " v-" + c.verdict; }
+      th.addEventListener("click", function () { self.sortBy(c.key); });
+      th.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); self.sortBy(c.key); }
+      });
+      tr.appendChild(th);
+    });
+    o.table.tHead.replaceChildren(tr);
+    var again = function () { self.page = 0; self.refresh(); };
+    (o.inputs || []).forEach(function (el) {
+      el.addEventListener(el.type === "checkbox" || el.tagName === "SELECT" ? "change" : "input",
+        again);
+    });
+  }
+  Table.prototype.column = function (key) {
+    return this.o.columns.filter(function (c) { return c.key === key; })[0];
+  };
+  Table.prototype.sortBy = function (key) {
+    if (this.key === key) { this.dir = -this.dir; } else {
+      this.key = key;
+      this.dir = this.column(key).num ? -1 : 1;
+    }
+    this.page = 0;
+    this.refresh();
+  };
+  Table.prototype.refresh = function () {
+    var o = this.o;
+    var rows = o.rows();
+    var terms = (o.filter ? o.filter.value : "").toLowerCase().split(/\s+/).filter(Boolean);
+    var keep = o.keep ? o.keep() : null;
+    var out = rows.filter(function (r) {
+      if (keep && !keep(r)) { return false; }
+      for (var i = 0; i < terms.length; i++) {
+        if (r.text.indexOf(terms[i]) < 0) { return false; }
+      }
+      return true;
+    });
+    var col = this.column(this.key) || o.columns[0];
+    var dir = this.dir;
+    out.sort(function (a, b) {
+      var x = col.get(a), y = col.get(b);
+      var c = col.num ? x - y : (x < y ? -1 : x > y ? 1 : 0);
+      return c * dir || a.pos - b.pos;
+    });
+    this.view = out;
+    this.total = rows.length;
+    var pages = Math.max(1, Math.ceil(out.length / PAGE_SIZE));
+    if (this.page >= pages) { this.page = pages - 1; }
+    this.render(pages);
+  };
+  Table.prototype.render = function (pages) {
+    var o = this.o, self = this;
+    var start = this.page * PAGE_SIZE;
+    var slice = this.view.slice(start, start + PAGE_SIZE);
+    o.table.tBodies[0].innerHTML = slice.map(function (r) {
+      return "<tr>" + o.columns.map(function (c) {
+        return "<td" + (c.num ? ' class="num"' : "") + ">" + c.html(r) + "</td>";
+      }).join("") + "</tr>";
+    }).join("");
+    Array.prototype.forEach.call(o.table.tHead.rows[0].cells, function (th) {
+      th.setAttribute("aria-sort", th.dataset.key !== self.key ? "none"
+        : self.dir > 0 ? "ascending" : "descending");
+    });
+    o.count.dataset.count = String(this.view.length);
+    o.count.textContent = this.view.length + " of " + this.total + " rows";
+    var pager = o.pager;
+    pager.replaceChildren();
+    if (pages > 1) {
+      var button = function (label, page, disabled) {
+        var b = document.createElement("button");
+        b.type = "button";
+        b.textContent = label;
+        b.disabled = disabled;
+        b.addEventListener("click", function () { self.page = page; self.render(pages); });
+        pager.appendChild(b);
+      };
+      button("◀ previous", this.page - 1, this.page === 0);
+      var span = document.createElement("span");
+      span.textContent = " rows " + (start + 1) + "–" + (start + slice.length) + " of " +
+        this.view.length + " (page " + (this.page + 1) + " of " + pages + ") ";
+      pager.appendChild(span);
+      button("next ▶", this.page + 1, this.page >= pages - 1);
+    }
+  };
+
+  function countColumns(verdicts, get) {
+    return verdicts.map(function (v, i) {
+      return { key: v, label: v, num: true, verdict: v,
+        get: function (r) { return get(r)[i]; },
+        html: function (r) { var n = get(r)[i]; return n ? badge(v, n) : ""; } };
+    });
+  }
+
+  function indexPage() {
+    var V = DATA.verdicts;
+    var sum = function (a) { return a.reduce(function (x, y) { return x + y; }, 0); };
+    var fnRows = DATA.functions.map(function (r, pos) {
+      var counts = r.slice(3);
+      var file = DATA.files[r[0]];
+      return { pos: pos, f: r[0], n: r[2], file: file, name: r[1], counts: counts,
+        total: sum(counts), text: (file + "::" + r[1]).toLowerCase() };
+    });
+    var fileRows = DATA.file_rows.map(function (r, pos) {
+      var counts = r.slice(2);
+      return { pos: pos, f: r[0], file: DATA.files[r[0]], nfn: r[1], counts: counts,
+        total: sum(counts), text: DATA.files[r[0]].toLowerCase() };
+    });
+    var group = $("group");
+    var toggle = $("not-premerge");
+    var fileCol = { key: "file", label: "file", get: function (r) { return r.file; },
+      html: function (r) { return '<a class="file" href="#" data-file="' + esc(r.file) + '">' +
+        esc(r.file) + "</a>"; } };
+    var byFunction = [fileCol,
+      { key: "function", label: "function", get: function (r) { return r.name; },
+        html: function (r) { return '<a href="' + fnHref(r.f, r.n) + '">' + esc(r.name) + "</a>"; } }];
+    var byFile = [fileCol, { key: "nfn", label: "functions", num: true,
+      get: function (r) { return r.nfn; }, html: function (r) { return String(r.nfn); } }];
+    var rest = countColumns(V, function (r) { return r.counts; }).concat([
+      { key: "total", label: "total", num: true, get: function (r) { return r.total; },
+        html: function (r) { return String(r.total); } }]);
+    var table = $("tests-table");
+    var make = function () {
+      var isFile = group.value === "file";
+      return new Table({ table: table, columns: (isFile ? byFile : byFunction).concat(rest),
+        rows: function () { return isFile ? fileRows : fnRows; }, sortKey: "file",
+        filter: $("filter"), count: $("tests-count"), pager: $("tests-pager"),
+        inputs: [$("filter"), toggle],
+        keep: function () {
+          return toggle.checked ? function (r) { return r.total > r.counts[0]; } : null;
+        } });
+    };
+    var t = make();
+    group.addEventListener("change", function () { t = make(); t.refresh(); });
+    table.addEventListener("click", function (e) {
+      var a = e.target.closest("a.file");
+      if (!a) { return; }
+      e.preventDefault();
+      $("filter").value = a.dataset.file;
+      if (group.value !== "function") { group.value = "function"; t = make(); }
+      t.refresh();
+    });
+    t.refresh();
+
+    var stRows = DATA.stages.map(function (s, pos) {
+      return { pos: pos, s: s, text: [s[0], s[1], s[4], s[9]].join(" ").toLowerCase() };
+    });
+    var st = function (i, num) {
+      return { get: function (r) { return r.s[i]; }, num: !!num };
+    };
+    var stCols = [
+      Object.assign(st(0), { key: "stage", label: "stage",
+        html: function (r) { return "<code>" + esc(r.s[0]) + "</code>"; } }),
+      Object.assign(st(1), { key: "context", label: "context",
+        html: function (r) { return esc(r.s[1]) + (r.s[11] ? " " + badge("unscheduled", "missing") : ""); } }),
+      Object.assign(st(2, true), { key: "shard", label: "shard",
+        html: function (r) { return r.s[2] + "/" + r.s[3]; } }),
+      Object.assign(st(4), { key: "class", label: "PR class",
+        html: function (r) { return badge(r.s[5], r.s[4]); } }),
+      Object.assign(st(6, true), { key: "tests", label: "tests",
+        html: function (r) { return String(r.s[6]); } }),
+      Object.assign(st(7, true), { key: "duration", label: "known duration",
+        html: function (r) {
+          return duration(r.s[7]) + ' <small title="tests with a recorded duration">(' +
+            r.s[8] + "/" + r.s[6] + ")</small>";
+        } }),
+      Object.assign(st(9), { key: "platform", label: "platform",
+        html: function (r) { return esc(r.s[9]); } }),
+      Object.assign(st(10, true), { key: "gpus", label: "GPUs",
+        html: function (r) { return String(r.s[10]); } })];
+    new Table({ table: $("stages-table"), columns: stCols, rows: function () { return stRows; },
+      sortKey: "stage", filter: $("stage-filter"), count: $("stages-count"),
+      pager: $("stages-pager"), inputs: [$("stage-filter")] }).refresh();
+    ready();
+  }
+
+  function parseHash() {
+    var out = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+      var i = kv.indexOf("=");
+      if (i > 0) { out[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1)); }
+    });
+    return out;
+  }
+
+  function functionPage() {
+    var h = parseHash();
+    var f = parseInt(h.f, 10);
+    if (isNaN(f) || !DATA.files[f]) {
+      $("fn-title").textContent = "No such test file";
+      $("fn-status").textContent = "Open this page from the index.";
+      ready();
+      return;
+    }
+    if (DETAILS[f]) { renderFunction(); return; }
+    var s = document.createElement("script");
+    s.src = "detail/f" + f + ".js";
+    s.onerror = function () { $("fn-status").textContent = "detail/f" + f + ".js is missing"; };
+    document.body.appendChild(s);
+  }
+
+  function renderFunction() {
+    var h = parseHash();
+    var d = DETAILS[parseInt(h.f, 10)];
+    if (!d) { return; }
+    var n = parseInt(h.n, 10) || 0;
+    var fn = d.functions[n] || d.functions[0];
+    var stages = DATA.stages;
+    var results = DATA.results || {};
+    var hasResults = fn.params.some(function (p) { return results[p.id]; });
+    document.title = "testdb-audit: " + fn.name;
+    $("fn-title").textContent = fn.name;
+    $("fn-file").innerHTML = "<code>" + esc(d.name) + "</code> · " + fn.params.length +
+      " parametrizations · " + fn.stages.length + " stages";
+    var head = "<tr><th>parametrization</th><th>verdict</th>" +
+      (hasResults ? "<th>launch</th>" : "") +
+      fn.stages.map(function (i) {
+        var s = stages[i];
+        return '<th class="st v-' + s[5] + '" title="' + esc(s[0] + " · " + s[4] + " · shard " +
+          s[2] + "/" + s[3]) + '"><span>' + esc(s[0]) + "</span></th>";
+      }).join("") + '<th class="st"><span>QA lists</span></th></tr>';
+    $("matrix").tHead.innerHTML = head;
+    $("matrix").tBodies[0].innerHTML = fn.params.map(function (p, row) {
+      var hl = h.p !== undefined && h.p === p.params ? ' class="hl"' : "";
+      var cells = fn.stages.map(function (i) {
+        var c = p.cells[String(i)];
+        if (!c) { return '<td class="empty"></td>'; }
+        var v = c[0][4];
+        var tip = c.map(function (x) {
+          return stages[i][0] + " · shard " + x[2] + "/" + x[3] + " · " + x[4] + " · " +
+            d.paths[x[0]] + ":" + x[1] + (x[5] ? " · assumed " + x[5] : "");
+        }).join("\n");
+        return '<td class="c v-' + v + '" title="' + esc(tip) + '">' + c.map(function (x) {
+          return esc(d.paths[x[0]].split("/").pop() + ":" + x[1]) +
+            (x[3] > 1 ? " <small>" + x[2] + "/" + x[3] + "</small>" : "");
+        }).join("<br>") + "</td>";
+      }).join("");
+      var qa = p.qa.length ? '<td class="c v-' + (p.qa.every(function (q) { return q[3]; })
+        ? "waived" : "qa-only") + '" title="' + esc(p.qa.map(function (q) {
+          return d.paths[q[0]] + ":" + q[1] + (q[3] ? " (waived)" : "");
+        }).join("\n")) + '">' + p.qa.length + " lists</td>" : '<td class="empty"></td>';
+      var r = results[p.id];
+      return "<tr id=\"p" + row + "\"" + hl + "><th><code>" + esc(p.params || "(no parameters)") +
+        "</code></th><td>" + badge(p.verdict) + "</td>" +
+        (hasResults ? "<td>" + (r ? '<span class="o o-' + esc(r) + '">' + esc(r) + "</span>" : "") +
+          "</td>" : "") + cells + qa + "</tr>";
+    }).join("");
+    $("fn-lines").innerHTML = fn.params.map(function (p) {
+      var items = p.lines.map(function (l) {
+        return "<li><code>" + esc(d.paths[l[0]] + ":" + l[1]) + "</code> context <b>" +
+          esc(l[2]) + "</b>, block :" + l[3] + " (" + esc(l[4]) + ")" +
+          (l[5] ? " <small>" + esc(l[5]) + "</small>" : "") + (l[6] ? " " + esc(l[6]) : "") +
+          "</li>";
+      }).concat(p.qa.map(function (q) {
+        return "<li><code>" + esc(d.paths[q[0]] + ":" + q[1]) + "</code> QA " + esc(q[2]) +
+          (q[3] ? " " + badge("waived") : "") + "</li>";
+      }));
+      return "<h3><code>" + esc(p.params || "(no parameters)") + "</code> " + badge(p.verdict) +
+        "</h3><ul>" + (items.join("") || "<li>no line names it</li>") + "</ul>";
+    }).join("");
+    $("fn-others").innerHTML = d.functions.map(function (g, i) {
+      return "<li>" + (g === fn ? "<b>" + esc(g.name) + "</b>"
+        : '<a href="' + fnHref(d.file, i) + '">' + esc(g.name) + "</a>") + "</li>";
+    }).join("");
+    $("fn-status").textContent = fn.params.length + " rows";
+    var target = document.querySelector("#matrix tr.hl");
+    if (target) { target.scrollIntoView({ block: "center" }); }
+    ready();
+  }
+
+  function start() {
+    if (!DATA) {
+      document.body.insertAdjacentHTML("afterbegin",
+        '<p class="card bad">data.js did not load; keep the report directory together.</p>');
+      return;
+    }
+    if (document.body.dataset.page === "function") {
+      window.addEventListener("hashchange", functionPage);
+      functionPage();
+    } else {
+      indexPage();
+    }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+}());

@@ -1,0 +1,183 @@
+"""Tests of the HTML report's view model and generated files (no browser needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from html import unescape
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+from reports import html
+from reports.html import REPORT_SCHEMA, build_view, generate, split_test_id
+from testdb.errors import UsageError
+from testdb.index import load
+from testdb.stats import compute_stats
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "data" / "trtllm"
+EXAMPLE = REPO / "examples" / "flashinfer-reuse"
+FIXTURE = Path(__file__).parent / "fixtures" / "flashinfer-audit.json"
+ASSET_URL = re.compile(r"""(?:\b(?:src|href)\s*=\s*["']?|url\(\s*["']?|@import\s+["'])"""
+                       r"""(?:https?:)?//""", re.I)
+
+
+def read_js(path: Path, prefix: str) -> Any:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(prefix + "(") and text.endswith(");\n"), path
+    return json.loads(text[len(prefix) + 1:-3])
+
+
+@pytest.fixture(scope="module")
+def corpus_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "trtllm"
+    generate(load(str(CORPUS), use_cache=False), str(out))
+    return out
+
+
+@pytest.mark.parametrize(("test_id", "parts"), [
+    ("accuracy/t.py::TestA::test_b[x=1-y=[2]]", ("accuracy/t.py", "TestA::test_b", "[x=1-y=[2]]")),
+    ("test_e2e.py::test_x", ("test_e2e.py", "test_x", "")),
+    ('unittest/_torch/speculative -k "eagle3"',
+     ("unittest/_torch/speculative", html.UNIT_FUNCTION, '-k "eagle3"')),
+    ("unittest/api_stability", ("unittest/api_stability", html.UNIT_FUNCTION, "")),
+])
+def test_split_test_id(test_id: str, parts: tuple[str, str, str]) -> None:
+    assert split_test_id(test_id) == parts
+
+
+def test_corpus_data_is_json_and_counts_add_up(corpus_report: Path) -> None:
+    data = read_js(corpus_report / "data.js", "TESTDB_DATA")
+    assert data["schema"] == REPORT_SCHEMA
+    stats = compute_stats(load(str(CORPUS)))
+    n = len(data["verdicts"])
+    by_verdict = Counter({v: sum(r[3 + i] for r in data["functions"])
+                          for i, v in enumerate(data["verdicts"])})
+    assert sum(by_verdict.values()) == stats["test_ids"]
+    assert {v: c for v, c in by_verdict.items() if c} == stats["verdicts"]
+    assert len(data["stages"]) == stats["stages"]
+    assert all(len(r) == 3 + n for r in data["functions"])
+    assert len(data["file_rows"]) == len(data["files"])
+
+
+def test_corpus_detail_files_match_the_index(corpus_report: Path) -> None:
+    data = read_js(corpus_report / "data.js", "TESTDB_DATA")
+    details = sorted((corpus_report / "detail").iterdir())
+    assert len(details) == len(data["files"])
+    params = 0
+    for path in details:
+        d = read_js(path, "TESTDB_DETAIL")
+        assert data["files"][d["file"]] == d["name"]
+        for fn in d["functions"]:
+            params += len(fn["params"])
+            for p in fn["params"]:
+                assert {int(k) for k in p["cells"]} <= set(fn["stages"])
+                for cells in p["cells"].values():
+                    for c in cells:
+                        assert 0 <= c[0] < len(d["paths"]) and c[1] > 0
+    assert params == sum(sum(r[3:]) for r in data["functions"])
+
+
+def test_no_remote_assets_and_local_links_resolve(corpus_report: Path) -> None:
+    files = [p for p in corpus_report.rglob("*") if p.is_file()]
+    assert {p.name for p in (corpus_report / "static").iterdir()} >= {"report.css", "report.js"}
+    for p in files:
+        if p.suffix in (".html", ".css", ".js"):
+            text = p.read_text(encoding="utf-8")
+            assert not ASSET_URL.search(text), f"{p} loads a remote asset"
+            assert "http://" not in text and "https://" not in text, p
+    for page in ("index.html", "function.html"):
+        text = (corpus_report / page).read_text(encoding="utf-8")
+        for ref in re.findall(r"""(?:src|href)="([^"#]+)""", text):
+            if not ref.startswith("data:"):
+                assert (corpus_report / unquote(ref)).is_file(), f"{page}: {ref} is missing"
+
+
+def test_corpus_index_page_stays_small(corpus_report: Path) -> None:
+    # The rows live in data.js and are drawn page by page; the HTML holds no table rows of them.
+    index = (corpus_report / "index.html").read_text(encoding="utf-8")
+    assert len(index) < 400_000
+    assert 'id="tests-table"' in index and index.count("<tr") < 600
+
+
+def test_audit_findings_first_and_guards_link_to_their_rows(tmp_path: Path) -> None:
+    out = tmp_path / "fi"
+    audit = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    generate(load(str(EXAMPLE)), str(out), audit)
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert index.index('id="audit"') < index.index('id="tests"')
+    assert index.index('class="finding sev-error"') < index.index('class="finding sev-warning"')
+    links = re.findall(r'class="guard" href="function\.html#f=(\d+)&amp;n=(\d+)&amp;p=([^"]*)"',
+                       index)
+    assert links, "every finding links its guards"
+    for f, n, p in links:
+        d = read_js(out / "detail" / f"f{f}.js", "TESTDB_DETAIL")
+        assert unquote(p) in {x["params"] for x in d["functions"][int(n)]["params"]}
+    assert '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1' in unescape(index)
+
+
+def test_results_reach_the_data(tmp_path: Path) -> None:
+    audit = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    guard = audit["findings"][0]["guards"][2]
+    results = [{"key": "k", "test_id": guard, "outcome": "failed", "backend": "local"}]
+    view = build_view(load(str(EXAMPLE)), audit, results)
+    assert view.data["results"] == {guard: "failed"}
+    assert view.page["results"]["rows"][0]["href"].startswith("function.html#f=")
+
+
+def test_write_is_atomic_and_refuses_foreign_directories(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    index = load(str(EXAMPLE))
+    out = tmp_path / "report"
+    generate(index, str(out))
+    first = (out / "data.js").read_text(encoding="utf-8")
+    generate(index, str(out))  # replacing an earlier report is fine
+    assert (out / "data.js").read_text(encoding="utf-8") == first
+
+    def boom(view: Any) -> dict[str, str]:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(html, "render_files", boom)
+    with pytest.raises(RuntimeError):
+        generate(index, str(out))
+    assert (out / "data.js").read_text(encoding="utf-8") == first, "old report intact"
+    assert sorted(os.listdir(tmp_path)) == ["report"], "no temp directories left behind"
+    monkeypatch.undo()
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(UsageError, match="not a testdb report"):
+        generate(index, str(foreign))
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+RunCli = Callable[..., Any]
+
+
+def test_cli_report(run_cli: RunCli, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    res = run_cli("--root", str(EXAMPLE), "report", "--html", str(out), "--audit", str(FIXTURE),
+                  "--format", "json")
+    assert res.code == 0, res.err
+    info = json.loads(res.out)
+    assert info["schema"] == REPORT_SCHEMA and info["test_ids"] > 0
+    assert (out / "index.html").is_file()
+
+
+def test_cli_report_errors(run_cli: RunCli, tmp_path: Path) -> None:
+    res = run_cli("--root", str(EXAMPLE), "report")
+    assert res.code == 2 and "--html" in res.err
+    bad = tmp_path / "a.json"
+    bad.write_text('{"schema": "nope"}', encoding="utf-8")
+    res = run_cli("--root", str(EXAMPLE), "report", "--html", str(tmp_path / "r"),
+                  "--audit", str(bad))
+    assert res.code == 2 and res.err.startswith(f"error: {bad}: not an audit file")
+    assert not (tmp_path / "r").exists()
