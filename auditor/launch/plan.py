@@ -131,7 +131,7 @@ def ids_from_audit(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         for tid in f.get("guards", []):
             v = effective.get(tid, "unscheduled")
             if v != "pre-merge" and tid not in out:
-                out[tid] = (tid, v, f"{f['rule']} at {f['path']}:{f['line']}")
+                out[tid] = (tid, v, f"{f.get('rule', 'finding')} at {f['path']}:{f['line']}")
     return list(out.values())
 
 

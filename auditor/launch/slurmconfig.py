@@ -1,0 +1,123 @@
+"""Slurm backend settings and what they turn into: sbatch options and the job script."""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from auditor.launch.model import RunItem
+from testdb.errors import InputError
+
+_RULE_KEYS = ("partition", "constraint", "account")
+
+
+@dataclass(frozen=True)
+class PartitionRule:
+    """Where jobs for GPUs matching ``pattern`` (fnmatch, case-insensitive) go."""
+
+    pattern: str
+    partition: str | None = None
+    constraint: str | None = None
+    account: str | None = None
+
+    def matches(self, gpu_type: str | None) -> bool:
+        return fnmatch.fnmatch((gpu_type or "").lower(), self.pattern.lower())
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    gpu_types: tuple[PartitionRule, ...] = ()
+    """First matching rule wins; an item whose GPU type matches none gets the cluster defaults."""
+    time_margin_minutes: int = 10
+    """Added to the item's timeout for ``--time``: the test's own timeout should fire first."""
+    requeue_preempted: bool = False
+    """Requeue a PREEMPTED job once with ``scontrol requeue`` instead of reporting it."""
+    poll_interval_s: float = 10.0
+    junit_grace_s: float = 30.0
+    """How long a finished job's JUnit may take to appear on a shared file system."""
+    sacct_grace_polls: int = 3
+    """Polls to wait for a finished job's accounting record before asking scontrol."""
+    max_poll_failures: int = 5
+    """Consecutive failed squeue calls tolerated while waiting (slurmctld restarts happen)."""
+    job_name_prefix: str = "testdb-"
+    gres_name: str = "gpu"
+    extra_args: tuple[str, ...] = ()
+    """More sbatch options for every job, e.g. ``("--qos=ci", "--cpus-per-gpu=8")``."""
+
+    @classmethod
+    def from_mapping(cls, gpu_types: Mapping[str, Mapping[str, Any]] | None = None,
+                     **options: Any) -> SlurmConfig:
+        """Build from the user's ``{gpu_type_pattern: {partition, constraint, account}}``."""
+        rules = []
+        for pattern, spec in (gpu_types or {}).items():
+            if not isinstance(spec, Mapping):
+                raise InputError(f"slurm gpu type {pattern!r}: expected a mapping, got {spec!r}")
+            unknown = sorted(set(spec) - set(_RULE_KEYS))
+            if unknown:
+                raise InputError(f"slurm gpu type {pattern!r}: unknown key(s) {', '.join(unknown)}",
+                                 hint=f"allowed: {', '.join(_RULE_KEYS)}")
+            rules.append(PartitionRule(str(pattern), *(
+                None if spec.get(k) in (None, "") else str(spec[k]) for k in _RULE_KEYS)))
+        known = {f.name for f in fields(cls)} - {"gpu_types"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise InputError(f"unknown slurm option(s) {', '.join(unknown)}",
+                             hint=f"allowed: {', '.join(sorted(known))}")
+        if "extra_args" in options:
+            options["extra_args"] = tuple(str(a) for a in options["extra_args"])
+        return cls(gpu_types=tuple(rules), **options)
+
+    def rule_for(self, gpu_type: str | None) -> PartitionRule | None:
+        return next((r for r in self.gpu_types if r.matches(gpu_type)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpu_types"] = {r.pattern: {k: getattr(r, k) for k in _RULE_KEYS}
+                             for r in self.gpu_types}
+        data["extra_args"] = list(self.extra_args)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SlurmConfig:
+        options = dict(data)
+        return cls.from_mapping(options.pop("gpu_types", None), **options)
+
+
+def time_limit_minutes(item: RunItem, config: SlurmConfig) -> int:
+    return item.timeout_minutes + max(0, config.time_margin_minutes)
+
+
+def sbatch_argv(item: RunItem, config: SlurmConfig, script: Path, log: Path) -> tuple[str, ...]:
+    argv = ["sbatch", "--parsable", f"--job-name={config.job_name_prefix}{item.key}",
+            f"--output={log}", f"--time={time_limit_minutes(item, config)}"]
+    if item.gpus > 0:
+        argv.append(f"--gres={config.gres_name}:{item.gpus}")
+    rule = config.rule_for(item.gpu_type)
+    if rule is not None:
+        argv += [f"--{k}={getattr(rule, k)}" for k in _RULE_KEYS if getattr(rule, k)]
+    argv += config.extra_args
+    argv.append(str(script))
+    return tuple(argv)
+
+
+def job_script(item: RunItem, junit: Path) -> str:
+    """The batch script: go to the item's directory, set its environment, become the command.
+
+    Written to a file rather than passed with --wrap so that a person can read and re-run
+    exactly what the job ran.
+    """
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in item.env)
+    return (
+        "#!/bin/bash\n"
+        f"# testdb-audit run {item.key}: {item.test_id.replace(chr(10), ' ')}\n"
+        f"cd {shlex.quote(item.cwd)} || "
+        f"{{ echo {shlex.quote(f'testdb-audit: cannot cd to {item.cwd}')}; exit 97; }}\n"
+        f"{exports}"
+        'echo "# testdb-audit: job ${SLURM_JOB_ID:-?} on $(hostname)'
+        ' CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}"\n'
+        f"exec {shlex.join(item.command(str(junit)))}\n"
+    )
