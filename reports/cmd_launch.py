@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,15 +14,6 @@ from reports.common import dump_json, format_option
 from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
 
 FAILING = {"failed", "error", "timeout", "cancelled", "preempted", "node-fail", "oom"}
-
-
-def _load_json(path: str) -> Any:
-    from testdb.files import read_text
-
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", SourceLoc(path, exc.lineno)) from None
 
 
 def _slurm_config(path: str | None) -> Any:
@@ -61,7 +51,8 @@ class _Live:
         if self.tty:
             click.echo("\r" + line[:120].ljust(120), err=True, nl=False)
         elif ev.event == "finished" and ev.result is not None:
-            click.echo(f"{ev.result.outcome:<12} {ev.result.test_id}", err=True)
+            click.echo(f"[{ev.done}/{ev.total}] {ev.result.outcome:<12} {ev.result.test_id}",
+                       err=True)
 
     def close(self) -> None:
         if self.tty:
@@ -165,9 +156,10 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
 def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_merge: bool,
           run_dir: str | None) -> list[Any]:
     from auditor.launch.plan import ids_from_audit, ids_from_pattern, plan
+    from reports.inputs import read_audit
 
     index = opts.index()
-    ids = (ids_from_audit(_load_json(from_audit)) if from_audit
+    ids = (ids_from_audit(read_audit(from_audit)) if from_audit
            else ids_from_pattern(index, pattern or "", include_pre_merge))
     selections = None
     if any(t.startswith("unittest/") and "::" in t for t, _, _ in ids):
