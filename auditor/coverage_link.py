@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 
 from testdb.errors import InputError, SourceLoc
 
@@ -32,20 +33,24 @@ def covering_tests(data_file: str, root: str, path: str, lines: set[int], known:
     if not os.path.isfile(data_file):
         raise InputError("coverage data file not found", SourceLoc(data_file))
     data = CoverageData(basename=data_file)
-    try:
-        data.read()
-        measured = data.measured_files()
-    except CoverageException as exc:
-        raise InputError(f"not a coverage data file: {exc}", SourceLoc(data_file)) from None
     target = os.path.normpath(os.path.join(os.path.realpath(root), path))
     found: set[str] = set()
-    for f in measured:
-        if os.path.normpath(os.path.realpath(f)) != target and not f.endswith("/" + path):
-            continue
-        by_line = data.contexts_by_lineno(f)
-        for ln in lines:
-            for ctx in by_line.get(ln, []):
-                tid = context_to_id(ctx, known)
-                if tid:
-                    found.add(tid)
+    # A damaged file fails deep inside coverage.py or sqlite3 (bad rows, missing tables, NUL in
+    # paths, numbits that are not bytes): every such failure is a bad input, not our bug.
+    try:
+        data.read()
+        for f in data.measured_files():
+            if os.path.normpath(os.path.realpath(f)) != target and not f.endswith("/" + path):
+                continue
+            by_line = data.contexts_by_lineno(f)
+            for ln in lines:
+                for ctx in by_line.get(ln, []):
+                    tid = context_to_id(str(ctx), known)
+                    if tid:
+                        found.add(tid)
+    except (CoverageException, sqlite3.Error, ValueError, TypeError, KeyError,
+            AttributeError) as exc:
+        raise InputError(f"not a readable coverage data file: {exc}", SourceLoc(data_file),
+                         "pass the .coverage file `coverage run --context=...` or pytest-cov "
+                         "wrote") from None
     return sorted(found)

@@ -59,9 +59,19 @@ def _load(path: str, what: str) -> Any:
     except UnicodeDecodeError:
         raise InputError(f"{path}: the {what} is not UTF-8 text") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
+        # A `\ud800` escape decodes to a lone surrogate, which no output stream can encode.
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        return doc
+    except UnicodeEncodeError:
+        raise InputError(f"{path}: the {what} holds a lone UTF-16 surrogate escape "
+                         "(\\ud800-\\udfff)", hint="write valid Unicode text") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}",
+                         hint=f"expected the {what} written by testdb") from None
+    except (RecursionError, ValueError):  # nesting past the stack; a 5,000-digit number
+        raise InputError(f"{path}: unreadable JSON: it nests too deeply or holds a number "
+                         "with thousands of digits",
                          hint=f"expected the {what} written by testdb") from None
 
 
@@ -91,6 +101,8 @@ def check_audit(doc: Any, path: str) -> dict[str, Any]:
         s.typed(f["path"], f"{w}.path", str, "a string")
         s.typed(f["line"], f"{w}.line", int, "an integer")
         s.typed(f["message"], f"{w}.message", str, "a string")
+        for key in ("rule", "function"):
+            s.typed(f.get(key), f"{w}.{key}", str, "a string", optional=True)
         for key in ("guards", "stages"):
             for j, g in enumerate(s.lst(f.get(key, []), f"{w}.{key}")):
                 s.typed(g, f"{w}.{key}[{j}]", str, "a string")
@@ -98,13 +110,31 @@ def check_audit(doc: Any, path: str) -> dict[str, Any]:
         w = f"behaviours[{i}]"
         s.obj(b, w, ("path", "function", "line", "verdict", "guards"))
         s.typed(b["line"], f"{w}.line", int, "an integer")
+        for key in ("path", "function", "verdict"):
+            s.typed(b[key], f"{w}.{key}", str, "a string")
+        s.typed(b.get("tier"), f"{w}.tier", str, "a string", optional=True)
+        s.lst(b.get("tokens") or [], f"{w}.tokens")
         for tier, gs in s.obj(b["guards"], f"{w}.guards").items():
             for j, g in enumerate(s.lst(gs, f"{w}.guards.{tier}")):
                 gw = f"{w}.guards.{tier}[{j}]"
                 s.obj(g, gw, ("test_id", "effective", "runs"))
+                for key in ("test_id", "effective"):
+                    s.typed(g[key], f"{gw}.{key}", str, "a string")
                 for k, r in enumerate(s.lst(g["runs"], f"{gw}.runs")):
-                    s.obj(r, f"{gw}.runs[{k}]", ("stage", "pr_class", "path", "line", "waived"))
-    for key in ("missing_stages", "notes", "list_changes", "changed_tests", "unlinked"):
+                    rw = f"{gw}.runs[{k}]"
+                    s.obj(r, rw, ("stage", "pr_class", "path", "line", "waived"))
+                    for key in ("stage", "pr_class", "path"):
+                        s.typed(r[key], f"{rw}.{key}", str, "a string")
+                    s.typed(r["line"], f"{rw}.line", int, "an integer")
+    gates = s.obj(top.get("gates") or {}, "gates")
+    for j, t in enumerate(s.lst(gates.get("auto_trigger_tags") or [], "gates.auto_trigger_tags")):
+        s.typed(t, f"gates.auto_trigger_tags[{j}]", str, "a string")
+    for j, st in enumerate(s.lst(top.get("missing_stages", []), "missing_stages")):
+        s.typed(st, f"missing_stages[{j}]", str, "a string")
+    for j, lc in enumerate(s.lst(top.get("list_changes", []), "list_changes")):
+        s.obj(lc, f"list_changes[{j}]")
+        s.typed(lc.get("line"), f"list_changes[{j}].line", int, "an integer", optional=True)
+    for key in ("notes", "changed_tests", "unlinked"):
         s.lst(top.get(key, []), key)
     return top
 

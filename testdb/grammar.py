@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from testdb.errors import Diagnostic, Severity, SourceLoc
 
@@ -15,7 +14,9 @@ WAIVE_MARKERS = ("XFAIL", "SKIP", "UNSTABLE")
 UNITTEST_PREFIX = "unittest/"
 _FULL_PREFIX = re.compile(r"full:([^/\s]+)/")
 _MARKER_WORD = re.compile(r"(?<=\s)(XFAIL|SKIP|UNSTABLE|TIMEOUT|ISOLATION)(?![\w-])")
+_MARKER_AT = re.compile(r"(XFAIL|SKIP|UNSTABLE|TIMEOUT|ISOLATION)(?![\w-])")
 _TIMEOUT_ARG = re.compile(r"\s*\(\s*([^)]*?)\s*\)")
+_MINUTES = re.compile(r"[0-9]{1,9}")  # ASCII digits: int() refuses '²' and 5,000-digit numbers
 _MAKO = re.compile(r"^\s*%|\$\{")
 
 
@@ -55,6 +56,17 @@ def split_node_id(text: str) -> NodeId | None:
     return NodeId(parts[0], tuple(parts[1:-1]), parts[-1], params)
 
 
+def _is_node_id(text: str) -> bool:
+    """``split_node_id(text) is not None``, without building the parts."""
+    bracket = text.find("[")
+    if bracket >= 0:
+        if not text.endswith("]"):
+            return False
+        text = text[:bracket]
+    parts = text.split("::")
+    return len(parts) >= 2 and "" not in parts
+
+
 @dataclass(frozen=True)
 class Entry:
     """One test line: a node id or a unit-test selection, with its marker and provenance."""
@@ -69,13 +81,16 @@ class Entry:
     isolation: bool = False
     comment: str | None = None
 
-    @cached_property
+    @property
     def node(self) -> NodeId | None:
-        """The node id split into parts (computed on first use; not stored in the cache)."""
+        """The node id split into parts (computed on use, so neither stored nor cached)."""
         return split_node_id(self.test) if self.kind == "nodeid" else None
 
-    def __getstate__(self) -> dict[str, object]:
-        return {k: v for k, v in self.__dict__.items() if k != "node"}
+    @property
+    def base(self) -> str:
+        """The test without its ``[params]`` part (the text itself for other kinds)."""
+        bracket = self.test.find("[") if self.kind == "nodeid" else -1
+        return self.test if bracket < 0 else self.test[:bracket]
 
     @property
     def is_unittest(self) -> bool:
@@ -127,14 +142,90 @@ def _strip_comment(text: str) -> tuple[str, str | None]:
     return text[:pos], text[pos + 1 :].strip() or None
 
 
+def _closing_paren(text: str, start: int) -> int:
+    """Index of the ``)`` that closes the ``(`` at ``start``; the last ``)`` if unbalanced."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return text.rfind(")")
+
+
+@dataclass
+class _Markers:
+    marker: str | None = None
+    reason: str | None = None
+    timeout: int | None = None
+    isolation: bool = False
+
+
+def _parse_markers(tail: str, diag: _Diag) -> _Markers | None:
+    """Markers left to right from the first one; ``TIMEOUT (N) ISOLATION`` is a real
+    combination. ``None`` when the line is unusable (a bad TIMEOUT)."""
+    out = _Markers()
+    pos = 0
+    while pos < len(tail):
+        m = _MARKER_AT.match(tail, pos)
+        if not m:
+            diag(Severity.WARNING, f"unexpected text after marker: {tail[pos:].strip()!r}; "
+                 "a line carries one marker with an optional (reason)", "marker-trailing")
+            break
+        word = m.group(1)
+        pos = m.end()
+        arg = _TIMEOUT_ARG.match(tail, pos)
+        if word == "TIMEOUT":
+            if not arg or not _MINUTES.fullmatch(arg.group(1)) or int(arg.group(1)) <= 0:
+                diag(Severity.ERROR, "TIMEOUT needs a positive whole number of minutes in "
+                     "parentheses, e.g. `TIMEOUT (90)`", "bad-timeout")
+                return None
+            out.timeout = int(arg.group(1))
+            pos = arg.end()
+        elif word == "ISOLATION":
+            out.isolation = True
+        else:
+            if out.marker is not None:
+                diag(Severity.WARNING, f"second marker {word} ignored; one marker per line",
+                     "marker-twice")
+            else:
+                out.marker = word
+            if arg:
+                # a reason may hold parentheses itself: take up to the matching ')'
+                opening = tail.index("(", pos)
+                close = _closing_paren(tail, opening)
+                if out.marker == word and out.reason is None:
+                    out.reason = tail[opening + 1 : close].strip()
+                pos = close + 1
+            else:
+                rest = tail[pos:].strip()
+                if rest:
+                    diag(Severity.WARNING, f"{word} reason must be in parentheses: "
+                         f"write `{word} ({rest})`", "reason-parens")
+                    out.reason = out.reason or rest
+                    pos = len(tail)
+        while pos < len(tail) and tail[pos] == " ":
+            pos += 1
+    return out
+
+
+class _Diag:
+    """Appends diagnostics for one line (a class, not a closure: most lines never need it)."""
+
+    def __init__(self, res: LineResult, loc: SourceLoc) -> None:
+        self.res, self.loc = res, loc
+
+    def __call__(self, sev: Severity, msg: str, rule: str) -> None:
+        self.res.diagnostics.append(Diagnostic(self.loc, sev, msg, rule))
+
+
 def parse_line(raw: str, loc: SourceLoc, *, waive: bool = False) -> LineResult:
     """Parse one list line. Blank and comment-only lines give no entries."""
     res = LineResult()
-
-    def diag(sev: Severity, msg: str, rule: str) -> None:
-        res.diagnostics.append(Diagnostic(loc, sev, msg, rule))
-
-    if _MAKO.search(raw):
+    diag = _Diag(res, loc)
+    if ("%" in raw or "${" in raw) and _MAKO.search(raw):
         diag(Severity.ERROR, "Mako template line (`%` or `${`) is not supported; "
              "render the template first or remove the line", "mako-line")
         return res
@@ -142,68 +233,42 @@ def parse_line(raw: str, loc: SourceLoc, *, waive: bool = False) -> LineResult:
     body = body.strip()
     if not body:
         return res
-    marker = reason = None
-    timeout = None
-    isolation = False
-    found = [m for m in _MARKER_WORD.finditer(body) if _at_depth0(body, m.start())]
-    if found:
-        first = found[0]
-        test_text = body[: first.start()].rstrip()
-        tail = body[first.start() :]
-        # Parse markers left to right; TIMEOUT (N) ISOLATION is a real combination.
-        pos = 0
-        while pos < len(tail):
-            m = _MARKER_WORD.match(" " + tail[pos:], 1) if pos else _MARKER_WORD.match(" " + tail, 1)
-            if not m:
-                diag(Severity.WARNING, f"unexpected text after marker: {tail[pos:].strip()!r}; "
-                     "a line carries one marker with an optional (reason)", "marker-trailing")
-                break
-            word = m.group(1)
-            pos += m.end() - 1
-            arg = _TIMEOUT_ARG.match(tail, pos)
-            if word == "TIMEOUT":
-                if not arg or not arg.group(1).isdigit() or int(arg.group(1)) <= 0:
-                    diag(Severity.ERROR, "TIMEOUT needs a positive whole number of minutes in "
-                         "parentheses, e.g. `TIMEOUT (90)`", "bad-timeout")
-                    return res
-                timeout = int(arg.group(1))
-                pos = arg.end()
-            elif word == "ISOLATION":
-                isolation = True
-            else:
-                if marker is not None:
-                    diag(Severity.WARNING, f"second marker {word} ignored; one marker per line",
-                         "marker-twice")
-                marker = word
-                if arg:
-                    # reasons may hold parentheses themselves: take up to the last ')'
-                    close = tail.rfind(")")
-                    reason = tail[tail.index("(", pos) + 1 : close].strip()
-                    pos = len(tail)
-                else:
-                    rest = tail[pos:].strip()
-                    if rest:
-                        diag(Severity.WARNING, f"{word} reason must be in parentheses: "
-                             f"write `{word} ({rest})`", "reason-parens")
-                        reason = rest
-                        pos = len(tail)
-            while pos < len(tail) and tail[pos] == " ":
-                pos += 1
-    else:
-        test_text = body
-    if waive and marker is None:
+    markers = _Markers()
+    test_text = body
+    # A marker follows a space; most lines are a bare node id without one.
+    first = _first_marker(body) if " " in body else None
+    if first is not None:
+        test_text = body[:first].rstrip()
+        parsed = _parse_markers(body[first:], diag)
+        if parsed is None:
+            return res
+        markers = parsed
+    if waive and markers.marker is None:
         diag(Severity.WARNING, "waive without SKIP/XFAIL/UNSTABLE marker; it is read as SKIP",
              "waive-no-marker")
-        marker = "SKIP"
+        markers.marker = "SKIP"
     gpu = None
-    m = _FULL_PREFIX.match(test_text)
-    if m:
-        gpu = m.group(1)
-        test_text = test_text[m.end() :]
+    if test_text.startswith("full:"):
+        m = _FULL_PREFIX.match(test_text)
+        if m:
+            gpu = m.group(1)
+            test_text = test_text[m.end() :]
     for part in _split_several(test_text):
-        res.entries.append(_make_entry(part, loc, gpu, marker, reason, timeout, isolation,
-                                       comment, res))
+        res.entries.append(_make_entry(part, loc, gpu, markers, comment, res))
     return res
+
+
+def _first_marker(body: str) -> int | None:
+    """Where the first marker word outside ``[...]`` and ``(...)`` starts, if any."""
+    prev = sq = par = 0  # bracket balance of body[:prev], kept as we go: linear, not quadratic
+    for m in _MARKER_WORD.finditer(body):
+        pos = m.start()
+        sq += body.count("[", prev, pos) - body.count("]", prev, pos)
+        par += body.count("(", prev, pos) - body.count(")", prev, pos)
+        prev = pos
+        if sq <= 0 and par <= 0:
+            return pos
+    return None
 
 
 def _split_several(text: str) -> list[str]:
@@ -217,28 +282,33 @@ def _split_several(text: str) -> list[str]:
     if " " not in text:
         return [text]
     parts, start = [], 0
-    for i, ch in enumerate(text):
-        if ch == " " and _at_depth0(text, i):
+    prev = sq = par = 0  # bracket balance of text[:prev] (as _at_depth0, but linear)
+    i = text.find(" ")
+    while i >= 0:
+        sq += text.count("[", prev, i) - text.count("]", prev, i)
+        par += text.count("(", prev, i) - text.count(")", prev, i)
+        prev = i
+        if sq <= 0 and par <= 0:
             if text[start:i]:
                 parts.append(text[start:i])
             start = i + 1
+        i = text.find(" ", i + 1)
     if text[start:]:
         parts.append(text[start:])
     return parts if len(parts) > 1 and all(("/" in p or ".py" in p) for p in parts) else [text]
 
 
-def _make_entry(text: str, loc: SourceLoc, gpu: str | None, marker: str | None,
-                reason: str | None, timeout: int | None, isolation: bool,
+def _make_entry(text: str, loc: SourceLoc, gpu: str | None, markers: _Markers,
                 comment: str | None, res: LineResult) -> Entry:
-    common = dict(loc=loc, gpu_prefix=gpu, marker=marker, reason=reason,
-                  timeout_minutes=timeout, isolation=isolation, comment=comment)
     if text.startswith(UNITTEST_PREFIX):
-        return Entry(test=text, kind="unittest", **common)  # type: ignore[arg-type]
-    node = split_node_id(text)
-    if node is None:
+        kind = "unittest"
+    elif _is_node_id(text):
+        kind = "nodeid"
+    else:
+        kind = "path"
         if " " in text and "[" not in text:
             res.diagnostics.append(Diagnostic(loc, Severity.WARNING,
                 f"{text!r} is not an exact node id; pytest options work only on unittest/ "
                 "lines", "not-node-id"))
-        return Entry(test=text, kind="path", **common)  # type: ignore[arg-type]
-    return Entry(test=text, kind="nodeid", **common)  # type: ignore[arg-type]
+    return Entry(text, loc, kind, gpu, markers.marker, markers.reason, markers.timeout,
+                 markers.isolation, comment)

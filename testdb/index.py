@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import glob
 import hashlib
 import os
 import pickle
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import yaml
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_text, sha256_text
 from testdb.grammar import Entry
-from testdb.lists import load_durations_text, load_list_text
 from testdb.model import Context, QaList, SkippedFile
-from testdb.stages import Stage, load_stage_table_text
-from testdb.testdb_yaml import load_testdb_text
+from testdb.stages import Stage
+
+# The parsers (and PyYAML) are imported only on a cache miss: a warm `testdb where` starts
+# faster without them.
 
 TESTDB_DIR = "tests/integration/test_lists/test-db"
 QA_DIR = "tests/integration/test_lists/qa"
@@ -58,6 +58,7 @@ class Sources:
     stages: str | None = None
     triggers: str | None = None
     platform_facts: str | None = None
+    escaped: tuple[str, ...] = ()  # found under root but symlinked outside it: not read
 
     @classmethod
     def discover(cls, root: str, *, stages: str | None = None, triggers: str | None = None,
@@ -66,23 +67,49 @@ class Sources:
             raise InputError("checkout root is not a directory", SourceLoc(root),
                              "pass --root PATH of a TensorRT-LLM checkout")
 
+        base = os.path.realpath(root)
+        escaped: list[str] = []
+
+        def inside(path: str) -> bool:
+            """Discovered files stay in the checkout: a symlink out of it is reported, not read."""
+            full = os.path.realpath(os.path.join(root, path))
+            if full == base or full.startswith(base + os.sep):
+                return True
+            escaped.append(path)
+            return False
+
         def rel(pattern: str) -> tuple[str, ...]:
             found = glob.glob(os.path.join(root, pattern), recursive=True)
-            return tuple(sorted(os.path.relpath(p, root) for p in found if os.path.isfile(p)))
+            # a dangling symlink is kept, so that reading it reports the file instead of
+            # silently dropping it
+            return tuple(sorted(p for p in (os.path.relpath(f, root) for f in found
+                                            if os.path.isfile(f) or os.path.islink(f))
+                                if inside(p)))
+
+        def walk(top: str, ext: str) -> tuple[str, ...]:
+            """``top/**/*ext`` as glob matches it (hidden names skipped), but without following
+            directory symlinks: glob does, so a link to ``/`` or to a parent walks the disk."""
+            found = []
+            for d, dirs, files in os.walk(os.path.join(root, top)):
+                dirs[:] = [n for n in dirs if not n.startswith(".")]
+                found += [os.path.relpath(os.path.join(d, n), root) for n in files
+                          if n.endswith(ext) and not n.startswith(".")]
+            return tuple(sorted(p for p in found if inside(p)))
 
         def opt(path: str) -> str | None:
-            return path if os.path.isfile(os.path.join(root, path)) else None
+            return path if os.path.isfile(os.path.join(root, path)) and inside(path) else None
 
         return cls(
             root=root,
             testdb=rel(f"{TESTDB_DIR}/*.yml"),
-            qa_yaml=rel(f"{QA_DIR}/**/*.yml"),
-            qa_txt=rel(f"{QA_DIR}/**/*.txt"),
+            qa_yaml=walk(QA_DIR, ".yml"),
+            qa_txt=walk(QA_DIR, ".txt"),
             waives=opt(WAIVES),
             durations=opt(DURATIONS),
             stages=stages or opt(GROOVY) or opt(STAGES_YAML),
             triggers=triggers or opt(TRIGGERS),
             platform_facts=platform_facts or opt(PLATFORM_FACTS),
+            escaped=tuple(escaped),
         )
 
     def all_files(self) -> list[str]:
@@ -125,7 +152,9 @@ def load(root: str = ".", *, stages: str | None = None, triggers: str | None = N
 
 def load_sources(src: Sources, *, use_cache: bool = True) -> Index:
     texts: dict[str, str] = {}
-    read_errors: list[Diagnostic] = []
+    read_errors = [Diagnostic(SourceLoc(rel), Severity.ERROR, "a symlink to a file outside the "
+                              "checkout root is not read; copy the file into the checkout",
+                              "outside-root") for rel in src.escaped]
     for rel in src.all_files():
         full = rel if os.path.isabs(rel) else os.path.join(src.root, rel)
         try:
@@ -137,21 +166,39 @@ def load_sources(src: Sources, *, use_cache: bool = True) -> Index:
     hashes = {rel: sha256_text(t) for rel, t in texts.items()}
     key = _cache_key(src, hashes, read_errors)
     if use_cache:
-        cached = _cache_get(key)
+        with _gc_paused():
+            cached = _cache_get(key)
         if cached is not None:
             cached.root = src.root
             return cached
     from testdb.schedule import build_schedule  # schedule imports this module
 
-    index = _parse(src, texts, read_errors)
-    index.files = hashes
-    index.schedule = build_schedule(index)
+    with _gc_paused():
+        index = _parse(src, texts, read_errors)
+        index.files = hashes
+        index.schedule = build_schedule(index)
     if use_cache:
         _cache_put(key, index)
     return index
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Building or unpickling tens of thousands of small acyclic records is much faster
+    without the cyclic GC walking them over and over; nothing here makes garbage cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Index:
+    from testdb.lists import load_durations_text, load_list_text
+    from testdb.testdb_yaml import load_testdb_text
+
     index = Index(root=src.root, sources=src)
     diags = list(diags)
     skipped: list[SkippedFile] = []
@@ -218,6 +265,8 @@ def _load_stages(text: str, path: str, diags: list[Diagnostic]
 
             stages, sd = load_groovy_stages_text(text, path)
         else:
+            from testdb.stages import load_stage_table_text
+
             stages, sd = load_stage_table_text(text, path)
     except InputError as exc:
         return (), [Diagnostic(exc.loc or SourceLoc(path), Severity.ERROR, exc.bare, "bad-stages")]
@@ -231,10 +280,20 @@ def _load_stages(text: str, path: str, diags: list[Diagnostic]
 
 
 def _safe_yaml(text: str, path: str) -> object:
+    import yaml
+
     from testdb.yamlnodes import compose
 
-    compose(text, path)  # line-accurate errors and the alias-bomb guard
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    compose(text, path, scan_depth=True)  # line-accurate errors, alias-bomb and depth guards
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:  # a tag the safe loader refuses (!!python/object, ...)
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"unsupported YAML: {getattr(exc, 'problem', None) or exc}",
+                         SourceLoc(path, mark.line + 1 if mark else 1),
+                         "use plain mappings, lists and scalars") from None
+    except ValueError:  # an integer with thousands of digits
+        raise InputError("a number is too long to read", SourceLoc(path, 1)) from None
 
 
 def _load_triggers(text: str, path: str) -> Triggers:
@@ -245,9 +304,15 @@ def _load_triggers(text: str, path: str) -> Triggers:
     paths = mg.get("related_paths", []) if isinstance(mg, dict) else []
     at = data.get("auto_trigger_tags") or {}
     rules = []
-    for row in (at.get("map", []) if isinstance(at, dict) else []):
+    table = (at.get("map") or []) if isinstance(at, dict) else []
+    if not isinstance(table, list):
+        raise InputError("auto_trigger_tags.map must be a list of {path_prefix, tags} rows",
+                         SourceLoc(path, 1))
+    for row in table:
         if isinstance(row, dict) and "path_prefix" in row:
-            rules.append((str(row["path_prefix"]), tuple(str(t) for t in row.get("tags", []))))
+            tags = row.get("tags") or []
+            rules.append((str(row["path_prefix"]),
+                          tuple(str(t) for t in (tags if isinstance(tags, list) else [tags]))))
     if not isinstance(paths, list):
         raise InputError("multi_gpu_file_changed.related_paths must be a list", SourceLoc(path, 1))
     return Triggers(tuple(str(p) for p in paths), tuple(rules))
@@ -269,8 +334,19 @@ def cache_dir() -> str:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testdb-audit")
 
 
+def _code_stamp() -> str:
+    """The package's own modules and their mtimes: an editable install changes the code that
+    parses (and the records it pickles) without changing the version."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    try:
+        names = sorted(n for n in os.listdir(pkg) if n.endswith(".py"))
+        return ";".join(f"{n}:{os.stat(os.path.join(pkg, n)).st_mtime_ns}" for n in names)
+    except OSError:
+        return ""
+
+
 def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -> str:
-    h = hashlib.sha256(f"{testdb.__version__}|{_SCHEMA}".encode())
+    h = hashlib.sha256(f"{testdb.__version__}|{_SCHEMA}|{_code_stamp()}".encode())
     for rel in src.all_files():
         h.update(f"{rel}\0{hashes.get(rel, '-')}\0".encode())
     for d in errors:
@@ -278,34 +354,51 @@ def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -
     return h.hexdigest()
 
 
-_SCHEMA = 1
+_SCHEMA = 2
+
+
+_MAGIC = b"testdb-index-cache\0"
 
 
 def _cache_get(key: str) -> Index | None:
     path = os.path.join(cache_dir(), f"index-{key}.pickle")
-    # Unpickling tens of thousands of small records is twice as fast without the cyclic GC.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         with open(path, "rb") as fh:
-            obj = pickle.load(fh)  # noqa: S301 - our own cache file, keyed by content hash
-    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError,
-            ValueError):
+            blob = fh.read()
+    except OSError:
         return None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    # Damaged bytes (a full disk, a copy cut short, a bad sector) never reach the unpickler:
+    # a flipped length byte makes it allocate gigabytes, other damage raises anything. The
+    # digest proves the payload is what _cache_put wrote.
+    n = len(_MAGIC)
+    payload = blob[n + 32:]
+    if blob[:n] != _MAGIC or hashlib.sha256(payload).digest() != blob[n:n + 32]:
+        return None
+    try:
+        obj = pickle.loads(payload)  # our own file: keyed by content hash, digest checked
+    except Exception:  # records of another code version: parse afresh
+        return None
     return obj if isinstance(obj, Index) else None
 
 
 def _cache_put(key: str, index: Index) -> None:
-    """Write atomically: a reader never sees a half-written cache file."""
+    """Write atomically: a reader never sees a half-written cache file, and a failed or
+    interrupted write leaves no temp file behind."""
+    import tempfile
+
     d = cache_dir()
+    tmp = None
     try:
+        payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".index-", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump(index, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
         os.replace(tmp, os.path.join(d, f"index-{key}.pickle"))
-    except OSError:
+        tmp = None
+    except (OSError, pickle.PicklingError, RecursionError):
         pass  # a cache we cannot write only costs speed
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

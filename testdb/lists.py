@@ -34,6 +34,11 @@ def load_durations_text(text: str, path: str) -> tuple[dict[str, float], list[Di
     except json.JSONDecodeError as exc:
         return {}, [Diagnostic(SourceLoc(path, exc.lineno), Severity.ERROR,
                                f"malformed JSON: {exc.msg}; durations are ignored", "json")]
+    except (RecursionError, ValueError) as exc:  # nesting past the stack; a 5,000-digit number
+        return {}, [Diagnostic(SourceLoc(path, 1), Severity.ERROR,
+                               "unreadable JSON: it nests too deeply or holds a number with "
+                               f"thousands of digits ({type(exc).__name__}); durations are "
+                               "ignored", "json")]
     if not isinstance(data, dict):
         return {}, [Diagnostic(SourceLoc(path, 1), Severity.ERROR,
                                "durations must be a JSON object {nodeid: seconds}", "bad-shape")]

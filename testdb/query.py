@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 from testdb.errors import UsageError
 from testdb.index import Index
@@ -34,8 +35,9 @@ def match_ids(ids: list[str], pattern: str) -> list[str]:
     if pattern in ids:
         return [pattern]
     if "*" in pattern or "?" in pattern:
-        g = _glob(pattern)
-        return sorted(i for i in ids if fnmatchcase(i, g) or fnmatchcase(_head(i), g))
+        # Like a name, a glob may start at a `::` or `/` boundary: `TestA::test_f*` works.
+        rx = re.compile(r"(?s:(?:.*(?:::|/))?)" + fnmatch.translate(_glob(pattern)))
+        return sorted(i for i in ids if rx.match(i) or rx.match(_head(i)))
     out = []
     tails = ("::" + pattern, "/" + pattern)
     for i in ids:

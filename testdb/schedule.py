@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from testdb.grammar import Entry
 from testdb.index import Index
 from testdb.matching import match
-from testdb.model import Block, Context
+from testdb.model import Block, Context, QaList
 from testdb.shards import least_duration, shard_durations
 from testdb.stages import Stage, pr_class, stage_facts
 
@@ -70,10 +71,10 @@ class StageSchedule:
 
 @dataclass
 class Schedule:
-    placements: dict[str, list[Placement]] = field(default_factory=dict)
     stages: dict[str, StageSchedule] = field(default_factory=dict)
     unreached_blocks: list[Block] = field(default_factory=list)
     unreached_contexts: list[Context] = field(default_factory=list)
+    placements: Placements = field(default_factory=lambda: Placements({}, (), ()))
 
     def verdict(self, test: str) -> str:
         return verdict_for(self.placements.get(test, []))
@@ -112,9 +113,8 @@ class WaiveIndex:
 
     def matching(self, entry: Entry) -> list[Entry]:
         found = list(self.by_test.get(entry.test, ()))
-        node = entry.node
-        if node is not None and node.params is not None:
-            found += self.by_test.get(node.base, ())  # a waive of the function covers its params
+        if entry.base != entry.test:
+            found += self.by_test.get(entry.base, ())  # a waive of the function covers its params
         return found
 
     @staticmethod
@@ -131,15 +131,82 @@ def duration_key(entry: Entry, durations: dict[str, float]) -> str:
     return entry.ci_node_id if entry.ci_node_id in durations else entry.test
 
 
+class Placements(Mapping[str, list[Placement]]):
+    """Test id -> every line that names it, in file order.
+
+    Built per test on first use: a cached schedule then loads without creating ~15k records
+    that a query mostly never looks at. ``runs`` holds, per test-db block, the stage runs of
+    each of its entries (parallel to ``block.entries``).
+    """
+
+    def __init__(self, contexts: dict[str, Context], qa_lists: tuple[QaList, ...],
+                 waives: tuple[Entry, ...],
+                 runs: dict[tuple[str, int], list[tuple[StageRun, ...]]] | None = None) -> None:
+        self.contexts = contexts
+        self.qa_lists = qa_lists
+        self.waives = waives
+        self.runs = runs or {}
+        self._lines: dict[str, list[tuple[Context | QaList, Block | None, int]]] | None = None
+        self._made: dict[str, list[Placement]] = {}
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Placements, (self.contexts, self.qa_lists, self.waives, self.runs))
+
+    def _by_test(self) -> dict[str, list[tuple[Context | QaList, Block | None, int]]]:
+        if self._lines is None:
+            lines: dict[str, list[tuple[Context | QaList, Block | None, int]]] = defaultdict(list)
+            for ctx in self.contexts.values():
+                for block in ctx.blocks:
+                    for pos, e in enumerate(block.entries):
+                        lines[e.test].append((ctx, block, pos))
+            for qa in self.qa_lists:
+                for pos, e in enumerate(qa.entries):
+                    lines[e.test].append((qa, None, pos))
+            self._lines = dict(lines)
+        return self._lines
+
+    def __getitem__(self, test: str) -> list[Placement]:
+        made = self._made.get(test)
+        if made is None:
+            made = self._made[test] = [self._placement(*ref) for ref in self._by_test()[test]]
+        return made
+
+    def _placement(self, owner: Context | QaList, block: Block | None, pos: int) -> Placement:
+        if block is None:
+            e = owner.entries[pos]
+        else:
+            e = block.entries[pos]
+            if isinstance(owner, Context) and owner.kind == "l0":
+                runs = self.runs.get((owner.name, block.index))
+                return Placement("test-db", e, owner.name, block, runs[pos] if runs else ())
+        plain = tuple(w for w in self._waive_index().matching(e) if w.gpu_prefix is None)
+        return Placement("qa", e, owner.name, block, (), plain)
+
+    def _waive_index(self) -> WaiveIndex:
+        if "_waive_idx" not in self.__dict__:
+            self._waive_idx = WaiveIndex(self.waives)
+        return self._waive_idx
+
+    def __contains__(self, test: object) -> bool:
+        return test in self._by_test()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_test())
+
+    def __len__(self) -> int:
+        return len(self._by_test())
+
+
 def build_schedule(index: Index) -> Schedule:
     sched = Schedule()
     waives = WaiveIndex(index.waives)
     tags = index.triggers.tags
-    placements: dict[str, list[Placement]] = defaultdict(list)
-    runs_of: dict[tuple[int, int], list[StageRun]] = defaultdict(list)  # id(entry) -> runs
+    runs: dict[tuple[str, int], list[list[StageRun]]] = {
+        (c.name, b.index): [[] for _ in b.entries] for c in index.l0_contexts() for b in c.blocks}
     reached_blocks: set[tuple[str, int]] = set()
-    rendered_cache: dict[tuple[str, tuple[int, ...]], tuple[list[Entry], list[list[int]]]] = {}
-    entry_ref: dict[int, Entry] = {}
+    # (context, matched blocks, splits) -> the rendered list as (block, position) and its shards
+    rendered_cache: dict[tuple[str, tuple[int, ...], int],
+                         tuple[list[tuple[Block, int]], list[str], list[list[int]]]] = {}
 
     for stage in index.stages:
         if stage.disabled:
@@ -159,53 +226,40 @@ def build_schedule(index: Index) -> Schedule:
                 matched.append((block, m.assumed))
                 reached_blocks.add((ctx.name, block.index))
         ss.assumed = tuple(sorted({k for _, a in matched for k in a}))
-        key = (ctx.name, tuple(b.index for b, _ in matched))
-        if (key, stage.splits) not in rendered_cache:
+        key = (ctx.name, tuple(b.index for b, _ in matched), stage.splits)
+        if key not in rendered_cache:
             seen: set[str] = set()
-            rendered: list[Entry] = []
+            rendered: list[tuple[Block, int]] = []
             for block, _ in matched:
-                for e in block.entries:
+                for pos, e in enumerate(block.entries):
                     if e.test not in seen:  # pytest runs a repeated id once
                         seen.add(e.test)
-                        rendered.append(e)
-            ids = [duration_key(e, index.durations) for e in rendered]
-            groups = least_duration(ids, index.durations, stage.splits)
-            rendered_cache[(key, stage.splits)] = (rendered, groups)  # type: ignore[index]
-        rendered, groups = rendered_cache[(key, stage.splits)]  # type: ignore[index]
+                        rendered.append((block, pos))
+            ids = [duration_key(b.entries[p], index.durations) for b, p in rendered]
+            rendered_cache[key] = (rendered, ids, least_duration(ids, index.durations,
+                                                                 stage.splits))
+        rendered, ids, groups = rendered_cache[key]
         ss.context_entries = len(rendered)
         if not 1 <= stage.split_id <= stage.splits:
             continue
         shard = groups[stage.split_id - 1]
-        ss.entries = [rendered[i] for i in shard]
-        ids = [duration_key(e, index.durations) for e in rendered]
+        ss.entries = [rendered[i][0].entries[rendered[i][1]] for i in shard]
         ss.duration_s = shard_durations(ids, index.durations, [shard])[0]
-        assumed_of = {id(e): a for b, a in matched for e in b.entries}
-        for e in ss.entries:
+        assumed_of = {b.index: a for b, a in matched}
+        for i in shard:
+            block, pos = rendered[i]
+            e = block.entries[pos]
             waived = tuple(w for w in waives.matching(e) if waives.applies(w, stage))
-            run = StageRun(stage.name, cls, stage.split_id, stage.splits,
-                           assumed_of.get(id(e), ()), waived)
-            runs_of[(id(e), 0)].append(run)
-            entry_ref[id(e)] = e
+            runs[(ctx.name, block.index)][pos].append(
+                StageRun(stage.name, cls, stage.split_id, stage.splits, assumed_of[block.index],
+                         waived))
 
-    for ctx in index.contexts.values():
-        reached_any = False
-        for block in ctx.blocks:
-            if ctx.kind == "l0" and (ctx.name, block.index) not in reached_blocks:
-                sched.unreached_blocks.append(block)
-            else:
-                reached_any = True
-            for e in block.entries:
-                if ctx.kind == "qa":
-                    plain = tuple(w for w in waives.matching(e) if w.gpu_prefix is None)
-                    placements[e.test].append(Placement("qa", e, ctx.name, block, (), plain))
-                else:
-                    runs = tuple(runs_of.get((id(e), 0), ()))
-                    placements[e.test].append(Placement("test-db", e, ctx.name, block, runs))
-        if ctx.kind == "l0" and not reached_any:
+    for ctx in index.l0_contexts():
+        unreached = [b for b in ctx.blocks if (ctx.name, b.index) not in reached_blocks]
+        sched.unreached_blocks.extend(unreached)
+        if len(unreached) == len(ctx.blocks):
             sched.unreached_contexts.append(ctx)
-    for qa in index.qa_lists:
-        for e in qa.entries:
-            plain = tuple(w for w in waives.matching(e) if w.gpu_prefix is None)
-            placements[e.test].append(Placement("qa", e, qa.name, None, (), plain))
-    sched.placements = dict(placements)
+    sched.placements = Placements(
+        index.contexts, index.qa_lists, index.waives,
+        {k: [tuple(r) for r in per_entry] for k, per_entry in runs.items()})
     return sched

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import yaml
+from typing import TYPE_CHECKING
 
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
-from testdb.yamlnodes import compose, line_of
+
+if TYPE_CHECKING:
+    import yaml
 
 MULTI_GPU_RE = re.compile(r"\d+_GPUs")
 _BACKENDS = (("-PyTorch-", "pytorch"), ("-CPP-", "cpp"), ("-Triton-", "triton"),
@@ -130,6 +131,11 @@ _BOOL_FIELDS = ("run_with_sbatch", "use_cluster_durations")
 
 def load_stage_table_text(text: str, path: str) -> tuple[list[Stage], list[Diagnostic]]:
     """A YAML stage table shaped like ``ci/stages.yml`` (``stages:`` and ``disabled:`` lists)."""
+    # yaml loads here, not at import: a cached index needs the Stage record but no YAML.
+    import yaml
+
+    from testdb.yamlnodes import compose, line_of
+
     root = compose(text, path)
     diags: list[Diagnostic] = []
     if not isinstance(root, yaml.MappingNode):
@@ -155,6 +161,8 @@ def load_stage_table_text(text: str, path: str) -> tuple[list[Stage], list[Diagn
 
 
 def _stage_row(item: yaml.Node, loc: SourceLoc, disabled: bool) -> Stage:
+    import yaml
+
     if not isinstance(item, yaml.MappingNode):
         raise InputError("a stage row must be a mapping with name, platform and context", loc)
     row = {str(k.value): v.value for k, v in item.value if isinstance(v, yaml.ScalarNode)}
@@ -172,7 +180,7 @@ def _stage_row(item: yaml.Node, loc: SourceLoc, disabled: bool) -> Stage:
     for f in _BOOL_FIELDS:
         if f in row:
             kwargs[f] = str(row[f]).lower() == "true"
-    arch = str(row.get("arch", "x86_64")).split()[0]
+    arch = (str(row.get("arch", "")).split() or ["x86_64"])[0]
     return Stage(name=str(row["name"]), platform=str(row.get("platform", "")),
                  context=str(row["context"]), map=str(row.get("map", "")), arch=arch, loc=loc,
                  disabled=disabled, **kwargs)  # type: ignore[arg-type]

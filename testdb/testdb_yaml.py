@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -13,6 +14,7 @@ from testdb.yamlnodes import compose, line_of, scalar
 
 CONDITION_KINDS = ("terms", "ranges", "wildcards")
 RANGE_BOUNDS = ("gte", "lte", "gt", "lt")
+_MAKO_CONTROL = re.compile(r"^[ \t]*%(?!YAML\b|TAG\b).*$", re.MULTILINE)
 
 
 class NotTestDb(Exception):
@@ -29,6 +31,7 @@ class FileResult:
 def load_testdb_text(text: str, path: str, kind: str = "l0") -> FileResult:
     """Parse one test-db YAML text. ``kind="qa"`` tolerates files that are not test-db shaped."""
     res = FileResult()
+    text = _blank_mako_lines(text, path, res.diagnostics)
     try:
         root = compose(text, path)
         res.contexts = _contexts(root, path, kind, res.diagnostics)
@@ -43,6 +46,26 @@ def load_testdb_text(text: str, path: str, kind: str = "l0") -> FileResult:
                                           exc.bare + (f"; {exc.hint}" if exc.hint else ""),
                                           "yaml"))
     return res
+
+
+def _blank_mako_lines(text: str, path: str, diags: list[Diagnostic]) -> str:
+    """Mako control lines (``% if ...:``) are not YAML: report each one and blank it, so the
+    rest of the file still parses (with both branches of the template kept)."""
+    if "%" not in text:
+        return text
+
+    seen = [0, 1]  # (offset, line) of the last match: count newlines once, not per match
+
+    def blank(m: re.Match[str]) -> str:
+        seen[1] += text.count("\n", seen[0], m.start())
+        seen[0] = m.start()
+        line = seen[1]
+        diags.append(Diagnostic(SourceLoc(path, line), Severity.ERROR,
+                                "Mako template line (`%`) is not supported; render the template "
+                                "first or remove the line", "mako-line"))
+        return ""
+
+    return _MAKO_CONTROL.sub(blank, text)
 
 
 def _contexts(root: yaml.Node | None, path: str, kind: str,
