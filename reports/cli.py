@@ -114,6 +114,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as exc:  # the environment, not a bug: a missing or read-only dir, a full disk
+        if os.environ.get("TESTDB_DEBUG"):
+            raise
+        click.echo(f"error: {exc.filename or 'output'}: {exc.strerror or exc}; check the path, "
+                   "its permissions and the free disk space", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit 3
         if os.environ.get("TESTDB_DEBUG"):
             raise

@@ -320,7 +320,9 @@ def write_report(out_dir: str, view: ReportView) -> list[str]:
             os.replace(os.path.join(old, "report"), target)
         raise
     finally:
-        if old:
+        # Only once a report is in place: if putting the old one back failed too, it is the
+        # only copy left (in .NAME.old-*/report), so keep it.
+        if old and os.path.exists(target):
             shutil.rmtree(old, ignore_errors=True)
     return written
 

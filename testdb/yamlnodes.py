@@ -61,7 +61,8 @@ def _check_depth(text: str, path: str, always: bool = False) -> None:
                 depth += 1
                 if depth > MAX_DEPTH:
                     raise InputError(f"YAML nests deeper than {MAX_DEPTH} levels",
-                                     SourceLoc(path, event.start_mark.line + 1),
+                                     SourceLoc(path, (event.start_mark.line + 1)
+                                               if event.start_mark else 1),
                                      "flatten it; real test lists nest a few levels")
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1

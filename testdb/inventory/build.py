@@ -1,0 +1,179 @@
+"""Build the static inventory of a checkout: find test modules, scan them (cached, in parallel)."""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from testdb.errors import InputError
+from testdb.inventory.cache import FileCache, file_key
+from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
+from testdb.inventory.groups import Group, expand
+from testdb.inventory.model import Inventory, InventoryItem
+from testdb.inventory.static import scan_groups
+
+# (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
+DEFAULT_DIRS: tuple[tuple[str, str], ...] = (
+    ("tests/integration/defs", ""),
+    ("tests/unittest", "unittest/"),
+)
+# Below this many files to scan, starting worker processes costs more than it saves.
+_PARALLEL_MIN_FILES = 400
+
+
+@dataclass(frozen=True)
+class TestFile:
+    """One test module to scan."""
+
+    __test__ = False  # not a pytest test class
+
+    abspath: str
+    file_id: str  # the id's file part: prefix + path below the pytest root
+    path: str  # as reported (relative to the checkout root where possible)
+    dirs: tuple[str, ...]  # directory names below the pytest root (pytest -k sees them)
+
+
+def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
+                    config: StaticConfig = DEFAULT_CONFIG) -> list[TestFile]:
+    """Test modules under each ``(dir, prefix)``, sorted; absent default dirs are skipped."""
+    explicit = dirs is not None
+    out: list[TestFile] = []
+    root_path = Path(root)
+    for base, prefix in (DEFAULT_DIRS if dirs is None else dirs):
+        top = root_path / base
+        if not top.is_dir():
+            if explicit:
+                raise InputError(f"test directory {top} does not exist",
+                                 hint="pass an existing directory below --root")
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if not any(
+                fnmatch.fnmatch(d, pat) for pat in config.norecursedirs))
+            rel_dir = os.path.relpath(dirpath, top)
+            parts = () if rel_dir == "." else tuple(Path(rel_dir).parts)
+            for name in sorted(filenames):
+                if not any(fnmatch.fnmatch(name, pat) for pat in config.python_files):
+                    continue
+                if name == "conftest.py":
+                    continue
+                abspath = os.path.join(dirpath, name)
+                rel = "/".join((*parts, name))
+                try:
+                    shown = Path(abspath).relative_to(root_path).as_posix()
+                except ValueError:
+                    shown = abspath
+                out.append(TestFile(abspath, prefix + rel, shown, parts))
+    return out
+
+
+# (content, file id, -k directory names, config, cache key, cache dir or None)
+Job = tuple[bytes, str, tuple[str, ...], StaticConfig, str, str | None]
+
+
+def _scan(job: Job) -> list[Group]:
+    content, file_id, dirs, config, key, cache_dir = job
+    groups = scan_groups(content, file_id, dirs=dirs, config=config)
+    if cache_dir is not None:
+        # Written by whoever scanned it: in a worker, the writes run in parallel too.
+        FileCache(cache_dir).put(key, groups)
+    return groups
+
+
+def _scan_chunk(jobs: list[Job]) -> list[list[Group]]:
+    return [_scan(job) for job in jobs]
+
+
+def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
+                 config: StaticConfig = DEFAULT_CONFIG, cache: FileCache | bool = True,
+                 workers: int | None = None) -> Inventory:
+    """The static inventory of a checkout.
+
+    ``dirs``: ``(directory, id prefix)`` pairs, relative to ``root`` or absolute; the default
+    is ``tests/integration/defs`` (no prefix) and ``tests/unittest`` (prefix ``unittest/``).
+    ``cache``: True for the default cache dir (``TESTDB_CACHE_DIR``), a FileCache, or False.
+    ``workers``: processes for scanning uncached files (default: the CPU count, when there
+    are enough files to pay for starting them).
+    """
+    with _gc_paused():
+        return _build(root, dirs, config, cache, workers)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC: a scan allocates ~10^6 acyclic objects (AST nodes, items) and
+    each full collection would walk all that survived so far; reference counting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # honours taskset and container CPU sets
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _worker_init() -> None:
+    gc.disable()
+
+
+def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
+           cache: FileCache | bool, workers: int | None) -> Inventory:
+    files = find_test_files(root, dirs, config)
+    store = FileCache() if cache is True else (cache or None)
+    cache_dir = str(store.directory) if store is not None else None
+    fingerprint = config.fingerprint()
+    results: list[list[Group] | None] = []
+    todo: list[int] = []
+    jobs: list[Job] = []
+    for idx, tf in enumerate(files):
+        try:
+            with open(tf.abspath, "rb") as f:
+                content = f.read()
+        except OSError as e:
+            raise InputError(f"cannot read test module: {e}") from e
+        key = file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs))
+        hit = store.get(key) if store is not None else None
+        results.append(hit)
+        if hit is None:
+            todo.append(idx)
+            jobs.append((content, tf.file_id, tf.dirs, config, key, cache_dir))
+    items: list[InventoryItem] = []
+    scanned = _run(jobs, workers)
+    pending = dict(zip(todo, range(len(todo)), strict=True))
+    for idx, tf in enumerate(files):
+        groups = results[idx] if idx not in pending else next(scanned)
+        items += expand(groups or (), tf.file_id, tf.path)
+    return Inventory(items)
+
+
+def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:
+    """Scan results in job order, streamed: the caller expands while workers still scan."""
+    n = workers if workers is not None else _usable_cpus()
+    if n <= 1 or len(jobs) < _PARALLEL_MIN_FILES:
+        yield from map(_scan, jobs)
+        return
+    # A few chunks per worker: each result crosses the process boundary once, and the
+    # sizes of modules vary enough that one chunk per worker would leave a worker idle.
+    size = -(-len(jobs) // (n * 4))
+    chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+    try:
+        pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_init)
+    except (OSError, RuntimeError, NotImplementedError):
+        # No process pool here (sandbox, frozen interpreter): scanning serially is correct.
+        yield from map(_scan, jobs)
+        return
+    with pool:
+        for chunk in pool.map(_scan_chunk, chunks):
+            yield from chunk

@@ -1,0 +1,69 @@
+"""On-disk cache of per-file scan results, keyed by file content and what else shapes them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from testdb.inventory.groups import Group, from_json, to_json
+
+# Bump when the scanner's output for the same input changes.
+SCHEMA = 2
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("TESTDB_CACHE_DIR")
+    base = Path(env) if env else Path.home() / ".cache" / "testdb-audit"
+    return base / f"inventory-v{SCHEMA}"
+
+
+def file_key(content: bytes, *context: str) -> str:
+    """sha256 of the content and of the context the items depend on (id prefix, config)."""
+    h = hashlib.sha256(f"testdb-inventory-v{SCHEMA}\0".encode())
+    for part in context:
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(content)
+    return h.hexdigest()
+
+
+class FileCache:
+    """One small JSON file per scanned file; unreadable or corrupt entries are misses."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+        self._root = str(self.directory)
+
+    def _path(self, key: str) -> str:
+        # plain strings: pathlib's parsing shows up when thousands of files are cached
+        return os.path.join(self._root, key[:2], f"{key}.json")
+
+    def get(self, key: str) -> list[Group] | None:
+        try:
+            with open(self._path(key), "rb") as f:
+                return from_json(json.loads(f.read()))
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            return None
+
+    def put(self, key: str, groups: list[Group]) -> None:
+        target = self._path(key)
+        try:
+            # One write of the whole text: json.dump to a file writes piece by piece (slow).
+            data = json.dumps(to_json(groups), separators=(",", ":")).encode()
+            parent = os.path.dirname(target)
+            if not os.path.isdir(parent):
+                os.makedirs(parent, exist_ok=True)
+            # Write beside the target, then rename: readers never see half a file.
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError:
+            pass  # a cache that cannot be written only costs time

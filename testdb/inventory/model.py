@@ -1,0 +1,191 @@
+"""The test inventory: every pytest item a checkout defines, indexed by node id."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from testdb.errors import SourceLoc
+from testdb.grammar import split_node_id
+
+Source = Literal["static", "collected"]
+Status = Literal["present", "absent", "indeterminate"]
+
+# A placeholder item's function name: "this scope may hold tests we cannot list".
+WILDCARD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryItem:
+    """One test item (one parametrization), or a placeholder for what cannot be known.
+
+    ``nodeid`` follows the test-list convention: integration ids relative to
+    ``tests/integration/defs``, unit-test ids relative to ``tests/`` (``unittest/...``).
+    ``indeterminate`` items have ``params=None``: the function exists but its parametrization
+    is computed at run time. A ``function`` holding ``*`` marks a scope (module, class, or a
+    ``parameterized.expand`` family) whose members cannot be listed statically.
+    ``markers`` are pytest's ``iter_markers()`` names (function, then its parameter sets,
+    classes, module), each once; ``keywords`` the names ``-k`` matches (pytest's
+    KeywordMatcher: item and parent names, markers, function attributes), in no set order.
+    """
+
+    nodeid: str
+    file: str
+    line: int
+    function: str
+    classes: tuple[str, ...] = ()
+    params: str | None = None
+    markers: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    indeterminate: bool = False
+    source: Source = "static"
+    path: str = ""  # the source file as found (relative to the checkout root where possible)
+
+    @property
+    def base(self) -> str:
+        """The node id without ``[params]``."""
+        return "::".join((self.file, *self.classes, self.function))
+
+    @property
+    def name(self) -> str:
+        """pytest's item name: the function with its ``[params]``."""
+        return self.function if self.params is None else f"{self.function}[{self.params}]"
+
+    @property
+    def is_placeholder(self) -> bool:
+        return WILDCARD in self.function
+
+    @property
+    def loc(self) -> SourceLoc:
+        return SourceLoc(self.path or self.file, self.line)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid, "file": self.file, "line": self.line,
+            "function": self.function, "classes": list(self.classes), "params": self.params,
+            "markers": list(self.markers), "keywords": list(self.keywords),
+            "indeterminate": self.indeterminate, "source": self.source, "path": self.path,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InventoryItem:
+        return cls(
+            nodeid=data["nodeid"], file=data["file"], line=int(data["line"]),
+            function=data["function"], classes=tuple(data.get("classes", ())),
+            params=data.get("params"), markers=tuple(data.get("markers", ())),
+            keywords=tuple(data.get("keywords", ())),
+            indeterminate=bool(data.get("indeterminate", False)),
+            source=data.get("source", "static"), path=data.get("path", ""),
+        )
+
+
+class Inventory:
+    """Items by node id, with look-ups by base id (no params), function name and file.
+
+    Immutable once built; ``merge`` and the builders return new inventories.
+    """
+
+    __slots__ = ("_bases", "_by_id", "_files", "_functions", "_items", "_placeholders")
+
+    def __init__(self, items: Iterable[InventoryItem] = ()) -> None:
+        by_id: dict[str, InventoryItem] = {}
+        for item in items:
+            # Later wins, like a module dict: a redefined test replaces the earlier one.
+            by_id[item.nodeid] = item
+        self._by_id = by_id
+        self._items = tuple(by_id.values())
+        self._bases: dict[str, list[InventoryItem]] | None = None
+        self._functions: dict[str, list[InventoryItem]] | None = None
+        self._files: dict[str, list[InventoryItem]] | None = None
+        self._placeholders = tuple(i for i in self._items if i.is_placeholder)
+
+    # -- container protocol -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[InventoryItem]:
+        return iter(self._items)
+
+    def __contains__(self, nodeid: object) -> bool:
+        return nodeid in self._by_id
+
+    def __repr__(self) -> str:
+        return f"Inventory({len(self._items)} items, {len(self.files())} files)"
+
+    @property
+    def items(self) -> tuple[InventoryItem, ...]:
+        return self._items
+
+    # -- look-ups ---------------------------------------------------------------------------
+    def get(self, nodeid: str) -> InventoryItem | None:
+        return self._by_id.get(nodeid)
+
+    def by_base(self, base: str) -> tuple[InventoryItem, ...]:
+        """Every item of one function (``file::Class::func``), whatever its params."""
+        if self._bases is None:
+            self._bases = _group(self._items, lambda i: i.base)
+        return tuple(self._bases.get(base, ()))
+
+    def by_function(self, function: str) -> tuple[InventoryItem, ...]:
+        """Every item whose function is called ``function``, in any file or class."""
+        if self._functions is None:
+            self._functions = _group(self._items, lambda i: i.function)
+        return tuple(self._functions.get(function, ()))
+
+    def by_file(self, file: str) -> tuple[InventoryItem, ...]:
+        if self._files is None:
+            self._files = _group(self._items, lambda i: i.file)
+        return tuple(self._files.get(file, ()))
+
+    def files(self) -> tuple[str, ...]:
+        if self._files is None:
+            self._files = _group(self._items, lambda i: i.file)
+        return tuple(self._files)
+
+    def placeholders(self) -> tuple[InventoryItem, ...]:
+        return self._placeholders
+
+    def status(self, nodeid: str) -> Status:
+        """Whether an exact node id names an item: present, absent, or not knowable here."""
+        item = self._by_id.get(nodeid)
+        if item is not None and not item.indeterminate:
+            return "present"
+        node = split_node_id(nodeid)
+        if node is None:
+            return "absent"
+        if any(i.indeterminate for i in self.by_base(node.base)):
+            return "indeterminate"
+        for ph in self._placeholders:
+            if fnmatch.fnmatchcase(node.base, ph.base):
+                return "indeterminate"
+        return "absent"
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": 1, "items": [i.to_json() for i in self._items]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Inventory:
+        return cls(InventoryItem.from_json(d) for d in data.get("items", ()))
+
+
+def merge(static: Inventory, collected: Inventory) -> Inventory:
+    """Static items, except that a file pytest collected is taken wholly from ``collected``.
+
+    Per file, because a collected file is the truth for that file; files pytest did not see
+    (not installed, not asked for) keep their static expansion.
+    """
+    seen = set(collected.files())
+    kept = [i for i in static if i.file not in seen]
+    return Inventory([*kept, *collected])
+
+
+def _group(
+    items: Iterable[InventoryItem], key: Callable[[InventoryItem], str]
+) -> dict[str, list[InventoryItem]]:
+    out: dict[str, list[InventoryItem]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out

@@ -1,0 +1,181 @@
+"""Which items a ``unittest/<path> -k "expr" -m "expr"`` line selects, by pytest's own rules."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from _pytest.mark.expression import Expression
+
+from testdb.errors import InputError, SourceLoc
+from testdb.grammar import Entry
+from testdb.inventory.model import Inventory, InventoryItem
+
+# Options of the inner pytest that take the next word as their value.
+_VALUE_OPTIONS = frozenset({
+    "-p", "-c", "-n", "-W", "-o", "--rootdir", "--timeout", "--maxfail", "--tb", "--durations",
+    "--confcutdir", "--basetemp", "--junitxml", "--junit-xml", "--import-mode", "--dist",
+    "--timeout-method", "--capture", "-r",
+})
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The parts of a unit-test selection that decide which items run."""
+
+    paths: tuple[str, ...]
+    keyword: str | None = None
+    markexpr: str | None = None
+    ignore: tuple[str, ...] = ()
+    ignore_glob: tuple[str, ...] = ()
+    deselect: tuple[str, ...] = ()
+
+
+def parse_selection(words: Sequence[str]) -> Selection:
+    """Read pytest's command line as far as selection goes (argparse: the last -k/-m wins)."""
+    paths: list[str] = []
+    keyword = markexpr = None
+    ignore: list[str] = []
+    ignore_glob: list[str] = []
+    deselect: list[str] = []
+    it = iter(words)
+    for word in it:
+        opt, eq, val = word.partition("=")
+        if word in ("-k", "-m"):
+            value = next(it, "")
+            keyword, markexpr = (value, markexpr) if word == "-k" else (keyword, value)
+        elif word.startswith(("-k", "-m")) and not word.startswith("--"):
+            value = word[2:]
+            keyword, markexpr = (value, markexpr) if word[1] == "k" else (keyword, value)
+        elif opt in ("--ignore", "--ignore-glob", "--deselect"):
+            value = val if eq else next(it, "")
+            {"--ignore": ignore, "--ignore-glob": ignore_glob, "--deselect": deselect}[opt].append(
+                _norm(value))
+        elif word in _VALUE_OPTIONS:
+            next(it, None)
+        elif not word.startswith("-"):
+            paths.append(_norm(word))
+    return Selection(tuple(paths), keyword, markexpr, tuple(ignore), tuple(ignore_glob),
+                     tuple(deselect))
+
+
+def _norm(path: str) -> str:
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/") if "::" not in path else path
+
+
+def select_unittest(entry: Entry, inv: Inventory, *,
+                    extra_markexpr: str | None = None) -> list[InventoryItem]:
+    """The items a ``unittest/...`` entry selects, in inventory order.
+
+    ``extra_markexpr`` is combined as CI's ``--unittest-markexpr`` does:
+    ``(line's -m) and (extra)``. Indeterminate items are matched on what is known of them;
+    placeholders (scopes that may hold unlisted tests) below a selected path are always
+    returned, so a caller can tell a selection that may be incomplete.
+    """
+    sel = parse_selection([entry.unittest_path, *entry.unittest_args])
+    markexpr = sel.markexpr
+    if extra_markexpr:
+        markexpr = f"({markexpr}) and ({extra_markexpr})" if markexpr else extra_markexpr
+    return select(inv, sel.paths, keyword=sel.keyword, markexpr=markexpr, ignore=sel.ignore,
+                  ignore_glob=sel.ignore_glob, deselect=sel.deselect, loc=entry.loc)
+
+
+def select(inv: Inventory, paths: Iterable[str], *, keyword: str | None = None,
+           markexpr: str | None = None, ignore: Sequence[str] = (),
+           ignore_glob: Sequence[str] = (), deselect: Sequence[str] = (),
+           loc: SourceLoc | None = None) -> list[InventoryItem]:
+    """pytest's selection over inventory items: paths/node ids, then -k, then -m."""
+    kexpr = _compile(keyword, "-k", loc)
+    mexpr = _compile(markexpr, "-m", loc)
+    specs = [p for p in paths if p]
+    out: list[InventoryItem] = []
+    for item in inv:
+        if not any(_under(item, spec) for spec in specs):
+            continue
+        if any(item.file == p or item.file.startswith(p + "/") for p in ignore):
+            continue
+        if any(fnmatch.fnmatch(item.file, g) for g in ignore_glob):
+            continue
+        if any(_deselected(item, d) for d in deselect):
+            continue
+        if item.is_placeholder:
+            out.append(item)
+            continue
+        if kexpr is not None and not kexpr.evaluate(_KeywordMatcher(item.keywords)):
+            continue
+        if mexpr is not None and not mexpr.evaluate(_MarkMatcher(item.markers)):
+            continue
+        out.append(item)
+    return out
+
+
+def _compile(expr: str | None, option: str, loc: SourceLoc | None) -> Expression | None:
+    if expr is None or not expr.strip():
+        return None
+    try:
+        return Expression.compile(expr)
+    except SyntaxError as e:
+        raise InputError(f"wrong expression passed to '{option}': {expr!r}: at column "
+                         f"{e.offset}: {e.msg}", loc,
+                         hint="pytest would stop with a usage error on this line") from None
+
+
+def _under(item: InventoryItem, spec: str) -> bool:
+    """pytest's argument matching: a directory, a file, or ``file::Class::func[params]``."""
+    path, sep, rest = spec.partition("::")
+    if not sep:
+        return item.file == path or item.file.startswith(path + "/")
+    if item.file != path:
+        return False
+    parts = rest.split("::")
+    names = [*item.classes, item.name]
+    if len(parts) > len(names):
+        return False
+    for i, part in enumerate(parts):
+        if i == len(names) - 1:
+            # the last name is the item's; its bare function name selects every parametrization
+            if part not in (item.name, item.function):
+                return False
+        elif part != names[i]:
+            return False
+    return True
+
+
+def _deselected(item: InventoryItem, prefix: str) -> bool:
+    # pytest compares --deselect with its own node ids, which are relative to the inner
+    # pytest's rootdir: tests/unittest (it has a pytest.ini), so without ``unittest/``.
+    head, _, tail = item.nodeid.partition("/")
+    return (tail if head == "unittest" else item.nodeid).startswith(prefix)
+
+
+class _KeywordMatcher:
+    """pytest's KeywordMatcher over recorded names: case-insensitive substring."""
+
+    __slots__ = ("_names",)
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._names = [n.lower() for n in names]
+
+    def __call__(self, subname: str, /, **kwargs: str | int | bool | None) -> bool:
+        if kwargs:
+            raise InputError("keyword expressions do not support call parameters")
+        subname = subname.lower()
+        return any(subname in name for name in self._names)
+
+
+class _MarkMatcher:
+    """pytest's MarkMatcher over marker names.
+
+    Mark arguments are not recorded, so ``-m "mark(arg=1)"`` matches nothing.
+    """
+
+    __slots__ = ("_names",)
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._names = frozenset(names)
+
+    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return name in self._names and not kwargs
