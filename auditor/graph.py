@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import gc
+import hashlib
 import os
+import pickle
+import tempfile
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -101,10 +105,12 @@ class ImportGraph:
 
 
 def build_graph(root: str, texts: dict[str, str] | None = None,
-                exclude: set[str] | None = None) -> ImportGraph:
+                exclude: set[str] | None = None, *, use_cache: bool = True) -> ImportGraph:
     """Scan every ``.py`` file under ``root``; ``texts`` overrides contents by path and
-    ``exclude`` drops files (both describe the head side of a change)."""
+    ``exclude`` drops files (both describe the head side of a change). Scans are cached by
+    file content, so a large checkout is parsed once."""
     infos: dict[str, ModuleInfo] = {}
+    cache = _GraphCache(root) if use_cache else None
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
         for fn in filenames:
@@ -113,10 +119,18 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
                 if (texts is not None and rel in texts) or (exclude and rel in exclude):
                     continue
                 try:
-                    with open(os.path.join(dirpath, fn), encoding="utf-8", errors="replace") as f:
-                        infos[rel] = scan_module(rel, f.read())
+                    with open(os.path.join(dirpath, fn), "rb") as f:
+                        data = f.read()
                 except OSError:
                     continue
+                info = cache.get(rel, data) if cache else None
+                if info is None:
+                    info = scan_module(rel, data.decode("utf-8", errors="replace"))
+                    if cache:
+                        cache.put(rel, data, info)
+                infos[rel] = info
+    if cache:
+        cache.save()
     for rel, text in (texts or {}).items():
         if rel.endswith(".py"):
             infos[rel] = scan_module(rel, text)
@@ -136,3 +150,56 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
             if target and target != info.module:
                 g.add_edge(info.module, target)
     return ImportGraph(g, modules, {i.path: i for i in infos.values()})
+
+
+class _GraphCache:
+    """One pickle per checkout root: ``{path: (content digest, ModuleInfo)}``, written
+    atomically; a damaged or foreign file is simply a miss."""
+
+    VERSION = 1
+
+    def __init__(self, root: str) -> None:
+        from testdb.index import cache_dir
+
+        key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:24]
+        self.path = os.path.join(cache_dir(), f"graph-{key}.pickle")
+        self.entries: dict[str, tuple[bytes, ModuleInfo]] = {}
+        self.dirty = False
+        try:
+            gc.disable()  # many small objects: unpickling is twice as fast without the GC
+            with open(self.path, "rb") as f:
+                version, entries = pickle.load(f)  # noqa: S301 - our own cache file
+            if version == self.VERSION and isinstance(entries, dict):
+                self.entries = entries
+        except Exception:  # noqa: BLE001 - any unreadable cache is a miss
+            self.entries = {}
+        finally:
+            gc.enable()
+
+    @staticmethod
+    def _digest(data: bytes) -> bytes:
+        return hashlib.blake2b(data, digest_size=16).digest()
+
+    def get(self, rel: str, data: bytes) -> ModuleInfo | None:
+        hit = self.entries.get(rel)
+        return hit[1] if hit and hit[0] == self._digest(data) else None
+
+    def put(self, rel: str, data: bytes, info: ModuleInfo) -> None:
+        self.entries[rel] = (self._digest(data), info)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    pickle.dump((self.VERSION, self.entries), f, pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, self.path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError:
+            pass  # a cache we cannot write only costs speed

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from auditor.model import Run
@@ -53,34 +52,32 @@ class GuardLocator:
 
     index: Index
     gates: Gates
-    unit_selections: dict[str, list[Entry]] = field(default_factory=dict)  # unit id -> lines
+    inventory: Any = None
+    _lines: Any = None  # testdb.inventory.select.SelectionIndex, built on first use
 
     @classmethod
     def build(cls, index: Index, gates: Gates, inventory: Any) -> GuardLocator:
-        loc = cls(index, gates)
-        if inventory is None:
-            return loc
-        try:
-            from testdb.inventory.select import select_unittest
-        except ImportError:  # pragma: no cover - inventory package incomplete
-            return loc
-        by_sel: dict[str, list[Entry]] = defaultdict(list)
-        seen: set[str] = set()
-        for test, placements in index.schedule.placements.items():
-            entry = placements[0].entry
-            if not entry.is_unittest or test in seen:
-                continue
-            seen.add(test)
-            for item in select_unittest(entry, inventory):
-                by_sel[item.nodeid].append(entry)
-        loc.unit_selections = dict(by_sel)
-        return loc
+        return cls(index, gates, inventory=inventory)
+
+    def selections_for(self, test_id: str) -> list[Entry]:
+        """The ``unittest/...`` list lines that select one unit-test id."""
+        item = self.inventory.get(test_id) if self.inventory is not None else None
+        if item is None:
+            return []
+        if self._lines is None:
+            from testdb.inventory.select import SelectionIndex
+
+            self._lines = SelectionIndex(e for c in self.index.contexts.values()
+                                         for e in c.entries)
+        return self._lines.lines_for(item)
 
     def placements(self, test_id: str) -> tuple[list[Placement], str]:
         sched = self.index.schedule
         direct = list(sched.placements.get(test_id, ()))
         via = ""
-        for sel in self.unit_selections.get(test_id, ()):
+        units = (self.selections_for(test_id)
+                 if test_id.startswith("unittest/") and "::" in test_id else ())
+        for sel in units:
             direct += sched.placements.get(sel.test, ())
             via = via or sel.test
         return direct, via

@@ -60,6 +60,7 @@ class BehaviourResult:
     removed: tuple[int, ...]
     tokens: tuple[str, ...]
     guards: dict[str, list[Guard]] = field(default_factory=dict)  # tier -> guards
+    guard_counts: dict[str, int] = field(default_factory=dict)  # tier -> all its guards
     tier: str | None = None  # the most specific tier with links
     verdict: str = "unguarded"
     pre_merge_guards: list[str] = field(default_factory=list)

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "audit": ("reports.cmd_audit", "audit", "Is a change guarded by tests that run pre-merge?"),
     "comment": ("reports.cmd_comment", "comment", "The PR comment (markdown); --post upserts it."),
     "report": ("reports.cmd_report", "report", "Offline HTML coverage report (--html DIR)."),
+    "inventory": ("reports.cmd_inventory", "inventory",
+                  "List every test parametrization (static, or collected by pytest)."),
     "lint": ("reports.cmd_lint", "lint", "Find problems in the test lists, with file:line."),
     "launch": ("reports.cmd_launch", "launch", "Run flagged guards on GPUs, Slurm or the PR bot."),
     "promote": ("reports.cmd_promote", "promote", "Move post-merge test-db entries to pre-merge."),

@@ -168,7 +168,7 @@ def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_me
 
         loc = GuardLocator.build(index, compute_gates([], index.triggers),
                                  build_static(index.root))
-        selections = loc.unit_selections
+        selections = {t: loc.selections_for(t) for t, _, _ in ids}
     return plan(index, ids, run_dir or "testdb-runs", selections)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -27,7 +28,12 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
     index = opts.index()
-    tests = where_query(index, pattern)
+    inventory = None
+    if os.path.isdir(os.path.join(index.root, "tests", "unittest")):
+        from testdb.inventory import build_static
+
+        inventory = build_static(index.root)  # unit tests are found through their selections
+    tests = where_query(index, pattern, inventory)
     if fmt == "json":
         click.echo(dump_json(where_json(pattern, tests)))
     elif fmt == "markdown":

@@ -6,7 +6,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit
+from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, Guard
 from reports.common import VERDICT_COLOURS, paint
 
 
@@ -22,7 +22,9 @@ def audit_json(a: Audit) -> dict[str, Any]:
             "status": b.status, "line": b.line, "added_lines": list(b.added),
             "removed_lines": list(b.removed), "tokens": list(b.tokens), "tier": b.tier,
             "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards,
-            "guards": {t: [asdict(g) for g in gs] for t, gs in b.guards.items()},
+            "guards": {t: [_guard_json(g) for g in _top(gs, t == b.tier)]
+                       for t, gs in b.guards.items()},
+            "guard_counts": b.guard_counts or {t: len(gs) for t, gs in b.guards.items()},
         } for b in a.behaviours],
         "changed_tests": a.changed_tests,
         "list_changes": a.list_changes,
@@ -30,6 +32,32 @@ def audit_json(a: Audit) -> dict[str, Any]:
         "notes": a.notes,
         "missing_stages": a.missing_stages(),
     }
+
+
+# Guards per tier in the JSON (the deciding tier, then context tiers); the weak tiers of a
+# large checkout hold thousands, all counted in "guard_counts" and all used for the verdict.
+MAX_TIER_GUARDS = 50
+MAX_CONTEXT_GUARDS = 10
+_RANK = {v: i for i, v in enumerate(("pre-merge", "gated", "post-merge-only", "qa-only",
+                                      "waived", "unscheduled"))}
+
+
+def _top(guards: list[Any], deciding: bool) -> list[Any]:
+    cap = MAX_TIER_GUARDS if deciding else MAX_CONTEXT_GUARDS
+    if len(guards) <= cap:
+        return guards
+    return sorted(guards, key=lambda g: (_RANK.get(g.effective, 9), g.test_id))[:cap]
+
+
+def _guard_json(g: Guard) -> dict[str, Any]:
+    # Hand-written rather than dataclasses.asdict, which deep-copies and dominated large audits.
+    return {"test_id": g.test_id, "tier": g.tier, "reason": g.reason, "strength": g.strength,
+            "verdict": g.verdict, "effective": g.effective, "via": g.via,
+            "distance": g.distance, "path": g.path, "line": g.line,
+            "runs": [{"stage": r.stage, "pr_class": r.pr_class, "shard": r.shard,
+                      "splits": r.splits, "path": r.path, "line": r.line,
+                      "block_line": r.block_line, "waived": r.waived, "opened": r.opened}
+                     for r in g.runs]}
 
 
 def summary(a: Audit) -> dict[str, Any]:
@@ -84,7 +112,8 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
             if not gs:
                 continue
             mark = "*" if tier == b["tier"] else " "
-            out.append(f" {mark}{tier}: {TIER_TITLES[tier]} ({len(gs)})"
+            total = b.get("guard_counts", {}).get(tier, len(gs))
+            out.append(f" {mark}{tier}: {TIER_TITLES[tier]} ({total})"
                        + ("  <- decides the verdict" if mark == "*" else "  (context)"))
             for g in gs[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
@@ -97,8 +126,8 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                     detail += f"; stages: {', '.join(stages[:4])}" + (
                         f" +{len(stages) - 4}" if len(stages) > 4 else "")
                 out.extend(_wrap(detail.strip(), width, "       "))
-            if len(gs) > max_guards:
-                out.append(f"     ... {len(gs) - max_guards} more (see --format json)")
+            if total > max_guards:
+                out.append(f"     ... {total - max_guards} more (see --format json)")
     for lc in data["list_changes"]:
         out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
     for n in data["notes"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from testdb.errors import UsageError
 from testdb.index import Index
@@ -53,8 +54,31 @@ def _head(test_id: str) -> str:
     return test_id if b < 0 else test_id[:b]
 
 
-def where(index: Index, pattern: str) -> list[TestWhere]:
+def where(index: Index, pattern: str, inventory: Any = None) -> list[TestWhere]:
+    """Listed ids the pattern names, and (given an inventory) unit-test ids it names, each
+    placed through the ``unittest/...`` selections that select it."""
     sched: Schedule = index.schedule
     ids = match_ids(list(sched.placements), pattern)
-    return [TestWhere(i, verdict_for(sched.placements[i]), tuple(sched.placements[i]))
-            for i in ids]
+    out = [TestWhere(i, verdict_for(sched.placements[i]), tuple(sched.placements[i]))
+           for i in ids]
+    if inventory is not None:
+        out += _unit_tests(index, inventory, pattern, set(ids))
+    return out
+
+
+def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str]) -> list[TestWhere]:
+    from testdb.inventory.select import SelectionIndex
+
+    units = [i.nodeid for i in inventory
+             if i.nodeid.startswith("unittest/") and not i.is_placeholder]
+    matched = [u for u in match_ids(units, pattern) if u not in seen] if units else []
+    if not matched:
+        return []
+    lines = SelectionIndex(e for c in index.contexts.values() for e in c.entries)
+    out = []
+    for uid in matched:
+        sels = lines.lines_for(inventory.get(uid))
+        placements = tuple(p for s in sels for p in index.schedule.placements.get(s.test, ()))
+        out.append(TestWhere(uid, verdict_for(list(placements)), placements,
+                             via=", ".join(s.test for s in sels) or "no selection"))
+    return out

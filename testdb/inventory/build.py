@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import gc
+import hashlib
 import os
+import pickle
+import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -134,28 +137,76 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     store = FileCache() if cache is True else (cache or None)
     cache_dir = str(store.directory) if store is not None else None
     fingerprint = config.fingerprint()
-    results: list[list[Group] | None] = []
-    todo: list[int] = []
-    jobs: list[Job] = []
-    for idx, tf in enumerate(files):
+    contents: list[bytes] = []
+    keys: list[str] = []
+    for tf in files:
         try:
             with open(tf.abspath, "rb") as f:
                 content = f.read()
         except OSError as e:
             raise InputError(f"cannot read test module: {e}") from e
-        key = file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs))
+        contents.append(content)
+        keys.append(file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs)))
+    # The whole inventory, pickled under a digest of every file's key: a warm build loads
+    # one file instead of decoding thousands of per-file JSON entries.
+    whole = hashlib.sha256("\0".join(f"{k}:{tf.path}" for k, tf in zip(keys, files,
+                                                                        strict=True))
+                           .encode()).hexdigest()
+    if store is not None:
+        cached = _load_whole(store.directory, whole)
+        if cached is not None:
+            return Inventory(cached)
+    results: list[list[Group] | None] = []
+    todo: list[int] = []
+    jobs: list[Job] = []
+    for idx, tf in enumerate(files):
+        key = keys[idx]
         hit = store.get(key) if store is not None else None
         results.append(hit)
         if hit is None:
             todo.append(idx)
-            jobs.append((content, tf.file_id, tf.dirs, config, key, cache_dir))
+            jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir))
     items: list[InventoryItem] = []
     scanned = _run(jobs, workers)
     pending = dict(zip(todo, range(len(todo)), strict=True))
     for idx, tf in enumerate(files):
         groups = results[idx] if idx not in pending else next(scanned)
         items += expand(groups or (), tf.file_id, tf.path)
+    if store is not None:
+        _save_whole(store.directory, whole, items)
     return Inventory(items)
+
+
+def _whole_path(directory: Path, digest: str) -> Path:
+    return directory / f"whole-{digest}.pickle"
+
+
+def _load_whole(directory: Path, digest: str) -> list[InventoryItem] | None:
+    try:
+        with open(_whole_path(directory, digest), "rb") as f:
+            items = pickle.load(f)  # noqa: S301 - our own cache file, named by content digest
+    except Exception:  # noqa: BLE001 - any unreadable cache file is a miss
+        return None
+    return items if isinstance(items, list) else None
+
+
+def _save_whole(directory: Path, digest: str, items: list[InventoryItem]) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        # Keep the few newest whole-inventory files (one per checkout in use), not every one.
+        olds = sorted(directory.glob("whole-*.pickle"), key=lambda p: p.stat().st_mtime)
+        for old in olds[:-3]:
+            old.unlink(missing_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(items, f, pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, _whole_path(directory, digest))
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        pass  # a cache we cannot write only costs speed
 
 
 def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:

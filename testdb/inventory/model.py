@@ -43,6 +43,13 @@ class InventoryItem:
     source: Source = "static"
     path: str = ""  # the source file as found (relative to the checkout root where possible)
 
+    def __reduce__(self) -> tuple[type[InventoryItem], tuple[Any, ...]]:
+        # Rebuild through __init__ from a plain tuple: twice as fast to unpickle as the
+        # default per-field __setstate__ of a frozen, slotted dataclass.
+        return (InventoryItem, (self.nodeid, self.file, self.line, self.function, self.classes,
+                                self.params, self.markers, self.keywords, self.indeterminate,
+                                self.source, self.path))
+
     @property
     def base(self) -> str:
         """The node id without ``[params]``."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
+import shlex
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -75,12 +78,23 @@ def select_unittest(entry: Entry, inv: Inventory, *,
     placeholders (scopes that may hold unlisted tests) below a selected path are always
     returned, so a caller can tell a selection that may be incomplete.
     """
-    sel = parse_selection([entry.unittest_path, *entry.unittest_args])
+    sel = _selection_of(entry.test)
     markexpr = sel.markexpr
     if extra_markexpr:
         markexpr = f"({markexpr}) and ({extra_markexpr})" if markexpr else extra_markexpr
     return select(inv, sel.paths, keyword=sel.keyword, markexpr=markexpr, ignore=sel.ignore,
                   ignore_glob=sel.ignore_glob, deselect=sel.deselect, loc=entry.loc)
+
+
+@functools.lru_cache(maxsize=8192)
+def _selection_of(text: str) -> Selection:
+    """A list line's selection, parsed once per distinct line (shlex is slow)."""
+    path, _, rest = text.strip().partition(" ")
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    return parse_selection([path, *words])
 
 
 def select(inv: Inventory, paths: Iterable[str], *, keyword: str | None = None,
@@ -92,7 +106,7 @@ def select(inv: Inventory, paths: Iterable[str], *, keyword: str | None = None,
     mexpr = _compile(markexpr, "-m", loc)
     specs = [p for p in paths if p]
     out: list[InventoryItem] = []
-    for item in inv:
+    for item in _candidates(inv, specs):
         if not any(_under(item, spec) for spec in specs):
             continue
         if any(item.file == p or item.file.startswith(p + "/") for p in ignore):
@@ -112,6 +126,27 @@ def select(inv: Inventory, paths: Iterable[str], *, keyword: str | None = None,
     return out
 
 
+def _candidates(inv: Inventory, specs: list[str]) -> Iterable[InventoryItem]:
+    """Items of the files a spec can select, in inventory order: checking every item against
+    every spec made resolving a corpus of selections quadratic in the inventory size."""
+    roots = [_norm(s.partition("::")[0]) for s in specs]
+    if any(not r for r in roots):
+        yield from inv
+        return
+    files = sorted(inv.files())
+    chosen: set[str] = set()
+    for r in roots:
+        i = bisect.bisect_left(files, r)
+        while i < len(files) and files[i].startswith(r):
+            if files[i] == r or files[i].startswith(r + "/"):
+                chosen.add(files[i])
+            i += 1
+    for f in inv.files():
+        if f in chosen:
+            yield from inv.by_file(f)
+
+
+@functools.lru_cache(maxsize=4096)  # Expressions are immutable; lines repeat across calls
 def _compile(expr: str | None, option: str, loc: SourceLoc | None) -> Expression | None:
     if expr is None or not expr.strip():
         return None
@@ -179,3 +214,28 @@ class _MarkMatcher:
 
     def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
         return name in self._names and not kwargs
+
+
+class SelectionIndex:
+    """Which ``unittest/...`` list lines select a given unit-test item. Only lines whose path is
+    the item's file or one of its directories are evaluated, and only against that one item:
+    resolving every selection against a whole inventory is quadratic in a large checkout."""
+
+    def __init__(self, lines: Iterable[Entry]) -> None:
+        by_path: dict[str, dict[str, Entry]] = {}
+        for e in lines:
+            if e.is_unittest:
+                root = e.unittest_path.split("::", 1)[0].rstrip("/")
+                by_path.setdefault(root, {}).setdefault(e.test, e)
+        self._by_path = {k: list(v.values()) for k, v in by_path.items()}
+        self._memo: dict[str, list[Entry]] = {}
+
+    def lines_for(self, item: InventoryItem) -> list[Entry]:
+        if item.nodeid not in self._memo:
+            one = Inventory([item])
+            parts = item.file.split("/")
+            found = [entry for depth in range(1, len(parts) + 1)
+                     for entry in self._by_path.get("/".join(parts[:depth]), ())
+                     if select_unittest(entry, one)]
+            self._memo[item.nodeid] = found
+        return self._memo[item.nodeid]

@@ -1,0 +1,117 @@
+"""Time `testdb audit` of a 20-file change against the full corpus and a synthetic test tree of
+TensorRT-LLM's size (>= 2,000 test files, >= 100,000 parametrizations).
+
+    python benchmarks/bench_audit.py [--runs 5] [--files 2000]
+
+Builds a git repository in a temp dir: data/trtllm's test plan, the synthetic tests from
+gen_synthetic_tests.py, and a synthetic source package whose modules the tests import; commits a
+change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled), and
+prints medians. Target: warm audit <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+N_MODULES = 40
+CHANGED = 20
+
+
+def git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+
+
+def module_text(i: int, changed: int) -> str:
+    """Module ``i``; its first ``changed`` functions differ from the base version."""
+    deps = "\n".join(f"from pkg.mod{j} import func{j}_0" for j in range(max(0, i - 2), i))
+    funcs = "\n\n".join(
+        f"def func{i}_{k}(backend, x):\n"
+        f"    if backend == 'FLASHINFER' and x > {k + (1 if k < changed else 0)}:\n"
+        f"        return x * {k + 1}\n"
+        f"    return x\n" for k in range(10))
+    return f'"""Synthetic module {i}."""\n{deps}\n\n\n{funcs}\n'
+
+
+def build(root: Path, files: int) -> None:
+    """The base commit: corpus lists, synthetic tests, the package (tests import it)."""
+    shutil.copytree(REPO / "data" / "trtllm", root, dirs_exist_ok=True)
+    subprocess.run([sys.executable, str(HERE / "gen_synthetic_tests.py"), str(root),
+                    "--files", str(files)], check=True, capture_output=True)
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i in range(N_MODULES):
+        (pkg / f"mod{i}.py").write_text(module_text(i, 0))
+    # Let a tenth of the test modules import the package, as real tests import the library.
+    tests = sorted((root / "tests").rglob("test_*.py"))
+    for n, t in enumerate(tests[::10]):
+        t.write_text(f"from pkg.mod{n % N_MODULES} import func{n % N_MODULES}_0\n"
+                     + t.read_text())
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+
+
+def change(root: Path, functions: int) -> None:
+    """Commit a change of ``functions`` functions in each of 20 modules (on top of base)."""
+    for i in range(CHANGED):
+        (root / "pkg" / f"mod{i}.py").write_text(module_text(i, functions))
+    git(root, "commit", "-qam", f"change {functions} function(s) in each of 20 files")
+
+
+def audit_once(root: Path, cache: str) -> float:
+    env = {**os.environ, "TESTDB_CACHE_DIR": cache}
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "reports", "--root", str(root), "audit",
+                           "--base", "HEAD~1", "--head", "HEAD", "--format", "json"],
+                          capture_output=True, env=env, cwd=REPO)
+    elapsed = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        raise SystemExit(proc.stderr.decode()[-2000:])
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--files", type=int, default=2000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "checkout"
+        root.mkdir()
+        build(root, args.files)
+        n_tests = sum(1 for _ in (root / "tests").rglob("test_*.py"))
+        print(f"{n_tests} test files, {N_MODULES} source modules imported by a tenth of them, "
+              "the full corpus lists; audits of a 20-file change, as a subprocess")
+        for functions in (1, 10):
+            if functions != 1:
+                git(root, "reset", "-q", "--hard", "HEAD~1")
+            change(root, functions)
+            cold = [audit_once(root, str(Path(tmp) / f"cold-{functions}-{i}"))
+                    for i in range(max(1, args.runs // 2))]
+            warm_cache = str(Path(tmp) / f"warm-{functions}")
+            audit_once(root, warm_cache)
+            warm = [audit_once(root, warm_cache) for _ in range(args.runs)]
+            med = statistics.median(warm)
+            print(f"{functions:>2} changed function(s) per file ({20 * functions} behaviours):")
+            print(f"  cold (no caches): median {statistics.median(cold):.2f} s over {len(cold)}")
+            print(f"  warm (caches)   : median {med:.2f} s over {len(warm)}"
+                  f"  [{', '.join(f'{x:.2f}' for x in warm)}]; target 2.00 s: {med / 2:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

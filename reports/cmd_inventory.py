@@ -1,0 +1,64 @@
+"""``testdb inventory``: every test parametrization that exists, statically or from pytest."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+
+from reports.common import dump_json, format_option
+from testdb.errors import UsageError
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--collect", is_flag=True,
+              help="Run pytest --collect-only with the inventory plugin (exact ids).")
+@click.option("--cwd", type=click.Path(file_okay=False), default=None,
+              help="Where pytest runs (default: --root/tests/integration/defs).")
+@click.option("--prefix", default="", help="Id prefix for collected ids (e.g. unittest/).")
+@click.option("--merge/--no-merge", default=True, show_default=True,
+              help="With --collect: merge into the static inventory (collected files win).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write JSON here.")
+@format_option("text", "json")
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: bool,
+              output: str | None, fmt: str, pytest_args: tuple[str, ...]) -> int:
+    """List the test parametrizations of the checkout: statically from the sources (fast,
+    no imports; what cannot be known is marked indeterminate), or exactly through pytest.
+
+    \b
+    Examples:
+      testdb --root ~/TensorRT-LLM inventory
+      testdb --root ~/TensorRT-LLM inventory --collect -- -p stubify_bindings accuracy/
+      testdb --root . inventory --collect --cwd tests --prefix unittest/ -- unittest/llmapi
+    """
+    import os
+
+    from testdb.inventory import build_static, merge as merge_inv
+
+    if pytest_args and not collect:
+        raise UsageError("pytest arguments need --collect")
+    inv = build_static(opts.root)
+    if collect:
+        from testdb.inventory.collect import collect as run_collect
+
+        where = cwd or os.path.join(opts.root, "tests", "integration", "defs")
+        collected = run_collect(where, list(pytest_args), prefix)
+        inv = merge_inv(inv, collected) if merge else collected
+    data = {"schema": "testdb-audit/inventory@1", **inv.to_json()}
+    if output:
+        from reports.atomic import write_text_atomic
+
+        write_text_atomic(output, dump_json(data) + "\n")
+    if fmt == "json":
+        click.echo(dump_json(data))
+        return 0
+    items = list(inv)
+    sources = Counter(i.source for i in items)
+    click.echo(f"{len(inv.files())} test files, {len(items)} items "
+               f"({', '.join(f'{n} {s}' for s, n in sorted(sources.items()))}); "
+               f"{sum(1 for i in items if i.indeterminate)} indeterminate, "
+               f"{len(inv.placeholders())} scopes that may hold tests not listed statically")
+    return 0
