@@ -43,3 +43,11 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
         return CliResult(code, cap.out, cap.err)
 
     return run
+
+
+def unavailable(reason: str, require_env: str) -> None:
+    """Skip a test whose real component (Slurm, Chromium) is missing; in CI, where
+    ``require_env`` is set, a missing component is a failure rather than a silent skip."""
+    if os.environ.get(require_env):
+        pytest.fail(f"{reason} (and {require_env} is set: CI must provide it)")
+    pytest.skip(reason)

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import unavailable
+
 from reports.html import generate
 from testdb.index import load
 
@@ -35,13 +37,13 @@ CHROMIUM = os.environ.get("TESTDB_CHROMIUM", "/usr/bin/chromium")
 
 def _playwright() -> Any:
     if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        pytest.skip(f"no Chromium at {CHROMIUM}: run .ci/install-browser.sh "
-                    "(apt-get install chromium)")
+        unavailable(f"no Chromium at {CHROMIUM}: run .ci/install-browser.sh "
+                    "(apt-get install chromium)", "TESTDB_REQUIRE_BROWSER")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.skip("the playwright package is missing: run .ci/install-browser.sh "
-                    "(pip install playwright)")
+        unavailable("the playwright package is missing: run .ci/install-browser.sh "
+                    "(pip install playwright)", "TESTDB_REQUIRE_BROWSER")
     return sync_playwright
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
+
 from auditor.launch.model import RunItem, RunResult, RunResults
 from auditor.launch.slurm import SlurmBackend
 from auditor.launch.slurmconfig import SlurmConfig
@@ -79,7 +81,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealRun]:
     """
     problem = _cluster_problem()
     if problem:
-        pytest.skip(problem)
+        unavailable(problem, "TESTDB_REQUIRE_SLURM")
     root = tmp_path_factory.mktemp("slurm-real")
     work = root / "work"
     work.mkdir()

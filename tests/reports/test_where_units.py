@@ -1,0 +1,59 @@
+"""`where` finds unit tests through the `unittest/... -m/-k` selections that select them."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+LISTS = "tests/integration/test_lists"
+
+
+def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path: Path
+                                                              ) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "co"
+    (root / LISTS / "test-db").mkdir(parents=True)
+    (root / LISTS / "test-db" / "l0_a10.yml").write_text(textwrap.dedent("""\
+        version: 0.0.1
+        l0_a10:
+        - condition:
+            terms: {stage: pre_merge, backend: pytorch}
+          tests:
+          - unittest/llmapi/test_llm_pytorch.py -m "part3"
+          - unittest/llmapi/test_llm_pytorch.py -m "part0"
+        - condition:
+            terms: {stage: post_merge, backend: pytorch}
+          tests:
+          - unittest/llmapi -k "not prefix"
+        """))
+    (root / "ci").mkdir()
+    (root / "ci/stages.yml").write_text(textwrap.dedent("""\
+        stages:
+        - {name: A10-PyTorch-1, platform: a10, context: l0_a10, split_id: 1, splits: 1}
+        - {name: A10-PyTorch-Post-Merge-1, platform: a10, context: l0_a10}
+        """))
+    unit = root / "tests/unittest/llmapi"
+    unit.mkdir(parents=True)
+    (unit / "test_llm_pytorch.py").write_text(textwrap.dedent("""\
+        import pytest
+
+        @pytest.mark.part3
+        def test_llm_prefix_cache_reuse():
+            pass
+
+        @pytest.mark.part1
+        def test_other():
+            pass
+        """))
+    res = run_cli("--root", str(root), "where", "test_llm_prefix_cache_reuse", "--format",
+                  "json")
+    assert res.code == 0, res.err
+    [t] = json.loads(res.out)["tests"]
+    assert t["id"] == "unittest/llmapi/test_llm_pytorch.py::test_llm_prefix_cache_reuse"
+    assert t["verdict"] == "pre-merge"
+    assert t["via"] == 'unittest/llmapi/test_llm_pytorch.py -m "part3"'
+    assert [p["line"] for p in t["placements"]] == [6]
+    # test_other carries part1: no pre-merge line selects it; -k "not prefix" runs it post-merge.
+    res = run_cli("--root", str(root), "where", "test_other", "--format", "json")
+    [t] = json.loads(res.out)["tests"]
+    assert t["verdict"] == "post-merge-only" and t["via"] == 'unittest/llmapi -k "not prefix"'
