@@ -1,4 +1,4 @@
-"""Changed Python code -> behaviour changes (enclosing function/class) and the tokens defining them."""
+"""Changed Python code -> behaviour changes (enclosing function or class) and their tokens."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _strip_docstrings(node: ast.AST) -> ast.AST:
                 and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)):
-            n.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+            n.body = body[1:] or [ast.Pass()]
     return node
 
 

@@ -15,7 +15,7 @@ def context_to_id(ctx: str, known: set[str]) -> str | None:
     for ph in _PHASES:
         if ctx.endswith(ph):
             ctx = ctx[: -len(ph)]
-    for prefix, repl in (("tests/integration/defs/", ""), ("tests/", "")):
+    for prefix in ("tests/integration/defs/", "tests/"):
         cand = ctx[len(prefix):] if ctx.startswith(prefix) else None
         if cand and cand in known:
             return cand

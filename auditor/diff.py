@@ -6,7 +6,8 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 
-import unidiff
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchedFile, PatchSet
 
 from testdb.errors import ExternalError, InputError, SourceLoc
 from testdb.files import confined, read_text
@@ -68,15 +69,15 @@ def _strip(path: str | None) -> str | None:
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
-def _parse(text: str, shown: str) -> unidiff.PatchSet:
+def _parse(text: str, shown: str) -> PatchSet:
     try:
-        return unidiff.PatchSet(text)
-    except unidiff.UnidiffParseError as exc:
+        return PatchSet(text)
+    except UnidiffParseError as exc:
         raise InputError(f"not a unified diff: {exc}", SourceLoc(shown, 1),
                          "pass the output of `git diff` or `diff -u`") from None
 
 
-def _line_sets(pf: unidiff.PatchedFile) -> tuple[frozenset[int], frozenset[int]]:
+def _line_sets(pf: PatchedFile) -> tuple[frozenset[int], frozenset[int]]:
     added = {ln.target_line_no for h in pf for ln in h if ln.is_added}
     removed = {ln.source_line_no for h in pf for ln in h if ln.is_removed}
     return frozenset(x for x in added if x), frozenset(x for x in removed if x)
@@ -133,7 +134,7 @@ def from_diff_file(root: str, diff_path: str) -> Change:
                              "checkout it was made from") from None
 
 
-def _build(root: str, patch: unidiff.PatchSet, diff_path: str, checkout: str) -> Change:
+def _build(root: str, patch: PatchSet, diff_path: str, checkout: str) -> Change:
     change = Change(root, source=diff_path, checkout_side=checkout)
     for pf in patch:
         old, new = _strip(pf.source_file), _strip(pf.target_file)
@@ -172,7 +173,7 @@ def _build(root: str, patch: unidiff.PatchSet, diff_path: str, checkout: str) ->
     return change
 
 
-def _apply(pf: unidiff.PatchedFile, text: str, *, reverse: bool) -> str:
+def _apply(pf: PatchedFile, text: str, *, reverse: bool) -> str:
     """Apply (or reverse-apply) the hunks to ``text``, checking every context line."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []

@@ -90,7 +90,7 @@ def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
 
 @dataclass
 class ImportGraph:
-    graph: nx.DiGraph
+    graph: nx.DiGraph[str]
     modules: dict[str, ModuleInfo]  # by module name
     by_path: dict[str, ModuleInfo]
 
@@ -134,7 +134,7 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
     for rel, text in (texts or {}).items():
         if rel.endswith(".py"):
             infos[rel] = scan_module(rel, text)
-    g: nx.DiGraph = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     modules = {i.module: i for i in infos.values()}
     # Test files import the project by absolute name, but also by names relative to the test
     # root (`defs.conftest`, `conftest`); index every dotted suffix so both resolve.
@@ -168,10 +168,10 @@ class _GraphCache:
         try:
             gc.disable()  # many small objects: unpickling is twice as fast without the GC
             with open(self.path, "rb") as f:
-                version, entries = pickle.load(f)  # noqa: S301 - our own cache file
+                version, entries = pickle.load(f)
             if version == self.VERSION and isinstance(entries, dict):
                 self.entries = entries
-        except Exception:  # noqa: BLE001 - any unreadable cache is a miss
+        except Exception:
             self.entries = {}
         finally:
             gc.enable()

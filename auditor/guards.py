@@ -69,7 +69,8 @@ class GuardLocator:
 
             self._lines = SelectionIndex(e for c in self.index.contexts.values()
                                          for e in c.entries)
-        return self._lines.lines_for(item)
+        found: list[Entry] = self._lines.lines_for(item)
+        return found
 
     def placements(self, test_id: str) -> tuple[list[Placement], str]:
         sched = self.index.schedule

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {exc.filename or 'output'}: {exc.strerror or exc}; check the path, "
                    "its permissions and the free disk space", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit 3
+    except Exception as exc:
         if os.environ.get("TESTDB_DEBUG"):
             raise
         click.echo(f"internal error: {type(exc).__name__}: {exc}\n"

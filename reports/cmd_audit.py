@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from reports.common import dump_json, format_option, report_diagnostics, use_colour
 from testdb.errors import EXIT_FINDINGS, UsageError
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
@@ -26,7 +29,7 @@ def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | 
     return data
 
 
-def audit_options(f: Any) -> Any:
+def audit_options(f: _F) -> _F:
     for opt in reversed([
         click.option("--base", help="Base revision: audit the change base...head (git)."),
         click.option("--head", help="Head revision (default: the work tree)."),
@@ -75,8 +78,8 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
     if rc:
         return rc
     s = data["summary"]
-    if fail_on == "error" and s["errors"] or fail_on == "warning" and (s["errors"] or
-                                                                       s["warnings"]):
+    if (fail_on == "error" and s["errors"]) or (fail_on == "warning" and (s["errors"] or
+                                                                       s["warnings"])):
         return EXIT_FINDINGS
     return 0
 

@@ -36,7 +36,8 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
     """
     import os
 
-    from testdb.inventory import build_static, merge as merge_inv
+    from testdb.inventory import build_static
+    from testdb.inventory import merge as merge_inv
 
     if pytest_args and not collect:
         raise UsageError("pytest arguments need --collect")

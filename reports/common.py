@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import click
 
 from testdb.errors import EXIT_BAD_INPUT, Diagnostic, Severity
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 VERDICT_COLOURS = {"pre-merge": "green", "gated": "yellow", "post-merge-only": "red",
                    "qa-only": "magenta", "waived": "bright_black", "unscheduled": "red"}
 
 
-def format_option(*choices: str) -> Any:
+def format_option(*choices: str) -> Callable[[_F], _F]:
     return click.option("--format", "fmt", type=click.Choice(list(choices)), default=choices[0],
                         show_default=True, help="Output format.")
 

@@ -8,7 +8,7 @@ from enum import Enum
 
 @dataclass(frozen=True, order=True)
 class SourceLoc:
-    """A place in a file: a path (relative to the checkout root where possible) and a 1-based line."""
+    """A place in a file: a path (relative to the checkout root if possible), a 1-based line."""
 
     path: str
     line: int = 0

@@ -8,9 +8,9 @@ import glob
 import hashlib
 import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
@@ -22,6 +22,7 @@ from testdb.stages import Stage
 # The parsers (and PyYAML) are imported only on a cache miss: a warm `testdb where` starts
 # faster without them.
 
+_T = TypeVar("_T")
 TESTDB_DIR = "tests/integration/test_lists/test-db"
 QA_DIR = "tests/integration/test_lists/qa"
 WAIVES = "tests/integration/test_lists/waives.txt"
@@ -249,7 +250,7 @@ def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Inde
     return index
 
 
-def _guard(fn, diags, default):  # type: ignore[no-untyped-def]
+def _guard(fn: Callable[[], _T], diags: list[Diagnostic], default: _T) -> _T:
     try:
         return fn()
     except InputError as exc:

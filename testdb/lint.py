@@ -1,4 +1,4 @@
-"""``lint``: what is wrong or worth knowing in a test plan, each finding with file:line and a fix."""
+"""``lint``: what is wrong or worth knowing in a test plan, each with file:line and a fix."""
 
 from __future__ import annotations
 

@@ -32,7 +32,8 @@ def match_ids(ids: list[str], pattern: str) -> list[str]:
     """Test ids the pattern names, in a stable order."""
     pattern = pattern.strip()
     if not pattern:
-        raise UsageError("empty pattern", hint="give a node id, a Class::function, a name or a glob")
+        raise UsageError("empty pattern",
+                         hint="give a node id, a Class::function, a name or a glob")
     if pattern in ids:
         return [pattern]
     if "*" in pattern or "?" in pattern:

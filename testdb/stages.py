@@ -11,6 +11,7 @@ from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 if TYPE_CHECKING:
     import yaml
 
+NO_LOC = SourceLoc("", 0)
 MULTI_GPU_RE = re.compile(r"\d+_GPUs")
 _BACKENDS = (("-PyTorch-", "pytorch"), ("-CPP-", "cpp"), ("-Triton-", "triton"),
              ("-FMHA-", "fmha"), ("-AutoDeploy-", "autodeploy"), ("-Generic-", "generic"),
@@ -34,7 +35,7 @@ class Stage:
     use_cluster_durations: bool = False
     map: str = ""
     arch: str = "x86_64"
-    loc: SourceLoc = SourceLoc("", 0)
+    loc: SourceLoc = NO_LOC
     disabled: bool = False
 
     @property
@@ -150,7 +151,8 @@ def load_stage_table_text(text: str, path: str) -> tuple[list[Stage], list[Diagn
         if node is None:
             continue
         if not isinstance(node, yaml.SequenceNode):
-            raise InputError(f"`{key}` must be a list of stage rows", SourceLoc(path, line_of(node)))
+            raise InputError(f"`{key}` must be a list of stage rows",
+                             SourceLoc(path, line_of(node)))
         for item in node.value:
             loc = SourceLoc(path, line_of(item))
             try:

@@ -95,7 +95,7 @@ def _contexts(root: yaml.Node | None, path: str, kind: str,
                                     f"context {name!r} must be a list of `- condition:`/`tests:` "
                                     f"blocks, found a {_shape(vnode)}", "bad-shape"))
             continue
-        blocks = []
+        blocks: list[Block] = []
         for i, item in enumerate(vnode.value):
             block = _block(item, name, i, path, kind, diags, qa_first=not out and not blocks)
             if block is not None:

@@ -33,7 +33,8 @@ def compose(text: str, path: str, *, scan_depth: bool = False) -> yaml.Node | No
         line = mark.line + 1 if mark else 0
         what = exc.problem or exc.context or "invalid YAML"
         raise InputError(f"malformed YAML: {what}", SourceLoc(path, line),
-                         "fix the YAML syntax (indentation, quoting, ':' in plain scalars)") from None
+                         "fix the YAML syntax (indentation, quoting, ':' in plain scalars)"
+                         ) from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML: {exc}", SourceLoc(path, 1)) from None
     if "&" in text:  # without anchors there are no aliases, so no expansion to guard against

@@ -184,8 +184,8 @@ def _whole_path(directory: Path, digest: str) -> Path:
 def _load_whole(directory: Path, digest: str) -> list[InventoryItem] | None:
     try:
         with open(_whole_path(directory, digest), "rb") as f:
-            items = pickle.load(f)  # noqa: S301 - our own cache file, named by content digest
-    except Exception:  # noqa: BLE001 - any unreadable cache file is a miss
+            items = pickle.load(f)
+    except Exception:
         return None
     return items if isinstance(items, list) else None
 

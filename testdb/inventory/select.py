@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import functools
 import shlex
-import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 

@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import unavailable
-
 from reports.html import generate
 from testdb.index import load
+from tests.conftest import unavailable
 
 pytestmark = pytest.mark.browser
 

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import unavailable
-
 from auditor.launch.model import RunItem, RunResult, RunResults
 from auditor.launch.slurm import SlurmBackend
 from auditor.launch.slurmconfig import SlurmConfig
 from auditor.launch.slurmrun import load_state
+from tests.conftest import unavailable
 
 pytestmark = pytest.mark.slurm
 
