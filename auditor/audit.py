@@ -470,23 +470,36 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
 
 
 def _run_label(r: Run) -> str:
-    closed = ", gate closed" if r.pr_class.startswith("gated") and not r.opened else ""
-    return f"{r.stage} ({r.pr_class}{closed})"
+    if r.pr_class == "qa":
+        return r.stage  # "QA <list>"
+    if r.pr_class == "gated-multi-gpu":
+        why = "multi-GPU gate, " + ("opened by this PR" if r.opened else "closed for this PR")
+    elif r.pr_class.startswith("gated-auto-trigger:"):
+        tag = r.pr_class.split(":", 1)[1]
+        why = f"auto-trigger {tag}, " + ("opened by this PR" if r.opened else "not triggered")
+    else:
+        why = r.pr_class
+    return f"{r.stage} ({why})"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _warn_half_guard(aud: Auditor, b: Behaviour, g: Guard, result: Audit) -> None:
     base = g.test_id.split("[", 1)[0]
     siblings = [t for t in aud.listed_params(base) if t != g.test_id]
-    sib_text = "; ".join(f"{t[len(base):]} runs {aud.guard(t, 'sibling', '', 'weak').effective}"
+    sib_text = "; ".join(f"{t[len(base):]} runs {aud.runs_of(t)[1]}"
                          for t in sorted(siblings)[:4])
-    where = ", ".join(sorted({_run_label(r) for r in g.runs if not r.waived}))[:400]
-    where = where or "no CI stage"
+    labels = sorted({_run_label(r) for r in g.runs if not r.waived})
+    where = _and(labels[:6] + ([f"{len(labels) - 6} more"] if len(labels) > 6 else [])
+                 ) if labels else "no CI stage"
     stages = tuple(sorted({r.stage for r in g.runs if not r.waived and r.pr_class != "qa"}))
     token = g.reason.split("=", 1)[-1].split(" ", 1)[0]
     msg = (f"the {token} half of your guard {base} won't report in this PR's pipeline: "
-           f"{g.test_id[len(base):]} runs {g.effective} ({where})")
+           f"{g.test_id[len(base):]} runs only in {where}")
     if sib_text:
-        msg += f"; siblings: {sib_text}"
+        msg += f"; its sibling {sib_text}" if len(siblings) == 1 else f"; siblings: {sib_text}"
     # Point at the line that keeps it out of pre-merge: a post-merge entry before a gated one.
     worst = sorted((r for r in g.runs if not r.waived and r.pr_class != "qa"),
                    key=lambda r: (r.pr_class != "post-merge", r.path, r.line))
