@@ -71,10 +71,19 @@ class Sources:
         base = os.path.realpath(root)
         escaped: list[str] = []
 
+        dirs_inside: dict[str, bool] = {}
+
+        def within(full: str) -> bool:
+            return full == base or full.startswith(base + os.sep)
+
         def inside(path: str) -> bool:
-            """Discovered files stay in the checkout: a symlink out of it is reported, not read."""
-            full = os.path.realpath(os.path.join(root, path))
-            if full == base or full.startswith(base + os.sep):
+            """Discovered files stay in the checkout: a symlink out of it is reported, not read.
+            Directories are resolved once each; a file is resolved only when it is a link."""
+            d = os.path.dirname(path)
+            if d not in dirs_inside:
+                dirs_inside[d] = within(os.path.realpath(os.path.join(root, d)))
+            full = os.path.join(root, path)
+            if dirs_inside[d] and (not os.path.islink(full) or within(os.path.realpath(full))):
                 return True
             escaped.append(path)
             return False
