@@ -49,22 +49,14 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
     for d in index.diagnostics:
         add(LintFinding(d.loc, "input", d.severity, d.message))
     # duplicates within one context / one QA list
-    for ctx in index.contexts.values():
+    for name, entries in [*((c.name, c.entries) for c in index.contexts.values()),
+                          *((q.name, q.entries) for q in index.qa_lists)]:
         seen: dict[str, SourceLoc] = {}
-        for e in ctx.entries:
+        for e in entries:
             if e.test in seen:
                 add(LintFinding(e.loc, "duplicate-entry", Severity.WARNING,
-                                f"{e.test} is already listed in {ctx.name} at {seen[e.test]}; "
+                                f"{e.test} is already listed in {name} at {seen[e.test]}; "
                                 "remove one of the lines"))
-            else:
-                seen[e.test] = e.loc
-    for qa in index.qa_lists:
-        seen = {}
-        for e in qa.entries:
-            if e.test in seen:
-                add(LintFinding(e.loc, "duplicate-entry", Severity.WARNING,
-                                f"{e.test} is already in {qa.name} at {seen[e.test]}; remove "
-                                "one of the lines"))
             else:
                 seen[e.test] = e.loc
     # waives
