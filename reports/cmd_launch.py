@@ -80,12 +80,16 @@ class _Live:
 @click.option("--post", is_flag=True, help="Bot: post the command on the PR (needs --repo, --pr).")
 @click.option("--repo", help="owner/name, for --post.")
 @click.option("--pr", type=int, help="Pull request number, for --post.")
+@click.option("--api-url", default=lambda: os.environ.get("GITHUB_API_URL",
+                                                           "https://api.github.com"),
+              show_default="$GITHUB_API_URL or https://api.github.com",
+              help="GitHub REST API base URL, for --post.")
 @format_option("text", "json")
 @click.pass_obj
 def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
            dry_run: bool, run_dir: str | None, include_pre_merge: bool,
            slurm_config: str | None, wait: bool, status_dir: str | None, stage_list: bool,
-           post: bool, repo: str | None, pr: int | None, fmt: str) -> int:
+           post: bool, repo: str | None, pr: int | None, api_url: str, fmt: str) -> int:
     """Run the guards that would not run before merge: on local GPUs, on Slurm, or by
     producing the PR bot command.
 
@@ -118,7 +122,7 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
             raise UsageError("no CI stage runs the selected tests; the bot cannot run them")
         click.echo(cmd)
         if post:
-            _post(cmd, repo, pr)
+            _post(cmd, repo, pr, api_url)
         return 0
     if dry_run:
         if fmt == "json":
@@ -202,7 +206,7 @@ def _show(results: Any, fmt: str) -> int:
     return EXIT_FINDINGS if any(r.outcome in FAILING for r in results.results) else 0
 
 
-def _post(cmd: str, repo: str | None, pr: int | None) -> None:
+def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> None:
     from reports.github import upsert_comment
 
     if not repo or not pr:
@@ -213,5 +217,5 @@ def _post(cmd: str, repo: str | None, pr: int | None) -> None:
     body = ("<!-- testdb-audit-launch -->\nRunning the guards that would not run before merge:"
             f"\n\n{cmd}\n")
     res = upsert_comment(repo, pr, body, token=token, marker="<!-- testdb-audit-launch -->",
-                         api_url=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
+                         api_url=api_url)
     click.echo(f"{res.action} comment {res.url}", err=True)

@@ -91,3 +91,23 @@ def test_launch_local_without_gpus_reports_not_runnable(run_cli, tmp_path: Path,
 def test_launch_needs_pattern_or_audit(run_cli) -> None:  # type: ignore[no-untyped-def]
     res = run_cli("--root", GPU_SMOKE, "launch")
     assert res.code == 2 and "PATTERN" in res.err
+
+
+def test_bot_command_posted_once_on_the_pr(run_cli, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from tests.reports.fake_github import FakeGitHub
+
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    token = "ghs_launchTOKEN123"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    with FakeGitHub(token=token, prs={"octo/hello": (7,)}) as gh:
+        args = ["--root", GPU_SMOKE, "launch", "test_gpu_smoke.py::test_nccl_allreduce",
+                "--backend", "bot", "--post", "--repo", "octo/hello", "--pr", "7",
+                "--api-url", gh.url]
+        first, second = run_cli(*args), run_cli(*args)
+        assert first.code == second.code == 0, first.err
+        [comment] = gh.comments("octo/hello", 7)
+        assert ('/bot run --extra-stage "DGX_H200-2_GPUs-PyTorch-Post-Merge-1"'
+                in comment["body"])
+        assert token not in first.out + first.err + second.out + second.err
