@@ -61,7 +61,7 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
     """
     data = run_from_options(opts, base, head, diff, coverage)
     if output:
-        from reports.atomic import write_text_atomic
+        from testdb.files import write_text_atomic
 
         write_text_atomic(output, dump_json(data) + "\n")
     if fmt == "json":

@@ -50,7 +50,7 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
         inv = merge_inv(inv, collected) if merge else collected
     data = {"schema": "testdb-audit/inventory@1", **inv.to_json()}
     if output:
-        from reports.atomic import write_text_atomic
+        from testdb.files import write_text_atomic
 
         write_text_atomic(output, dump_json(data) + "\n")
     if fmt == "json":

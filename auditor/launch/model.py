@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -15,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from testdb.errors import InputError
+from testdb.files import write_text_atomic
 
 RESULTS_SCHEMA = "testdb-audit/run-results@1"
 RESULTS_FILE = "results.json"
@@ -183,16 +182,8 @@ def now_iso() -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temp file in the same directory and rename it, so readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write through a temp file and rename it, so readers never see half (testdb.files)."""
+    write_text_atomic(str(path), text)
 
 
 def item_to_dict(item: RunItem) -> dict[str, Any]:

@@ -286,7 +286,7 @@ def test_launch_from_audit_without_rule(ws, tmp_path):
     assert code in (0, 1), err
 
 
-# ---- CLI (reports/cmd_stats.py, reports/cli.py, reports/atomic.py, reports/html.py) -----------
+# ---- CLI (reports/cmd_stats.py, reports/cli.py, testdb/files.py, reports/html.py) -----------
 
 def test_stats_json_with_errors_says_why_on_stderr(ws):
     """`stats --format json` exited 2 with nothing on stderr. Fix: the error diagnostics are
