@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -9,7 +10,6 @@ import click
 
 from reports.common import dump_json, format_option, report_diagnostics, use_colour
 from reports.render_where import where_json, where_markdown, where_text
-from testdb.query import where as where_query
 
 
 @click.command()
@@ -27,18 +27,32 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
       testdb --root data/trtllm where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
-    index = opts.index()
-    inventory = None
-    if os.path.isdir(os.path.join(index.root, "tests", "unittest")):
-        from testdb.inventory import build_static
+    from testdb.query import match_ids
 
-        inventory = build_static(index.root)  # unit tests are found through their selections
-    tests = where_query(index, pattern, inventory)
-    if fmt == "json":
-        click.echo(dump_json(where_json(pattern, tests)))
-    elif fmt == "markdown":
-        click.echo(where_markdown(pattern, tests))
+    if os.path.isdir(os.path.join(opts.root, "tests", "unittest")):
+        # Unit tests are found through the selections that select them: that needs the
+        # inventory and the full index.
+        from testdb.inventory import build_static
+        from testdb.query import test_record
+        from testdb.query import where as where_query
+
+        index = opts.index()
+        records = [test_record(t)
+                   for t in where_query(index, pattern, build_static(index.root))]
+        diagnostics = list(index.diagnostics)
     else:
-        click.echo(where_text(tests, colour=use_colour()))
-    rc = report_diagnostics(index.diagnostics, quiet_warnings=True)
-    return rc or (0 if tests else 1)
+        from testdb.index import Sources
+        from testdb.query import where_table
+
+        src = Sources.discover(opts.root, stages=opts.stages, triggers=opts.triggers,
+                               platform_facts=opts.platform_facts)
+        table, diagnostics = where_table(src, use_cache=opts.use_cache)
+        records = [json.loads(table[i]) for i in match_ids(list(table), pattern)]
+    if fmt == "json":
+        click.echo(dump_json(where_json(pattern, records)))
+    elif fmt == "markdown":
+        click.echo(where_markdown(pattern, records))
+    else:
+        click.echo(where_text(records, colour=use_colour()))
+    rc = report_diagnostics(diagnostics, quiet_warnings=True)
+    return rc or (0 if records else 1)

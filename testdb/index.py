@@ -6,21 +6,24 @@ import contextlib
 import gc
 import glob
 import hashlib
+import marshal
 import os
 import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_text, sha256_text
-from testdb.grammar import Entry
-from testdb.model import Context, QaList, SkippedFile
-from testdb.stages import Stage
 
-# The parsers (and PyYAML) are imported only on a cache miss: a warm `testdb where` starts
-# faster without them.
+if TYPE_CHECKING:
+    from testdb.grammar import Entry
+    from testdb.model import Context, QaList
+    from testdb.stages import Stage
+
+# The records and parsers (and PyYAML) are imported only when a cache misses or a pickle is
+# loaded: a warm `testdb where` starts faster without them.
 
 _T = TypeVar("_T")
 TESTDB_DIR = "tests/integration/test_lists/test-db"
@@ -140,7 +143,7 @@ class Index:
     triggers: Triggers = Triggers()
     platform_facts: dict[str, dict[str, object]] = field(default_factory=dict)
     diagnostics: tuple[Diagnostic, ...] = ()
-    skipped: tuple[SkippedFile, ...] = ()
+    skipped: tuple[Any, ...] = ()  # testdb.model.SkippedFile
     files: dict[str, str] = field(default_factory=dict)  # shown path -> sha256
     sources: Sources | None = None
     schedule: Any = None  # testdb.schedule.Schedule, built at load time and cached with the index
@@ -160,21 +163,9 @@ def load(root: str = ".", *, stages: str | None = None, triggers: str | None = N
                                          platform_facts=platform_facts), use_cache=use_cache)
 
 
-def load_sources(src: Sources, *, use_cache: bool = True) -> Index:
-    texts: dict[str, str] = {}
-    read_errors = [Diagnostic(SourceLoc(rel), Severity.ERROR, "a symlink to a file outside the "
-                              "checkout root is not read; copy the file into the checkout",
-                              "outside-root") for rel in src.escaped]
-    for rel in src.all_files():
-        full = rel if os.path.isabs(rel) else os.path.join(src.root, rel)
-        try:
-            texts[rel] = read_text(full, rel)
-        except InputError as exc:
-            read_errors.append(Diagnostic(exc.loc or SourceLoc(rel), Severity.ERROR,
-                                          exc.bare + (f"; {exc.hint}" if exc.hint else ""),
-                                          "unreadable"))
-    hashes = {rel: sha256_text(t) for rel, t in texts.items()}
-    key = _cache_key(src, hashes, read_errors)
+def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = None) -> Index:
+    """``read``: what ``read_all(src)`` returned, when the caller already read the files."""
+    texts, hashes, read_errors, key = read or read_all(src)
     if use_cache:
         with _gc_paused():
             cached = _cache_get(key)
@@ -190,6 +181,63 @@ def load_sources(src: Sources, *, use_cache: bool = True) -> Index:
     if use_cache:
         _cache_put(key, index)
     return index
+
+
+Read = tuple[dict[str, str], dict[str, str], list[Diagnostic], str]
+
+
+def read_all(src: Sources) -> Read:
+    """Every input's text and sha256, the read errors, and the content key of the plan."""
+    texts: dict[str, str] = {}
+    read_errors = [Diagnostic(SourceLoc(rel), Severity.ERROR, "a symlink to a file outside the "
+                              "checkout root is not read; copy the file into the checkout",
+                              "outside-root") for rel in src.escaped]
+    for rel in src.all_files():
+        full = rel if os.path.isabs(rel) else os.path.join(src.root, rel)
+        try:
+            texts[rel] = read_text(full, rel)
+        except InputError as exc:
+            read_errors.append(Diagnostic(exc.loc or SourceLoc(rel), Severity.ERROR,
+                                          exc.bare + (f"; {exc.hint}" if exc.hint else ""),
+                                          "unreadable"))
+    hashes = {rel: sha256_text(t) for rel, t in texts.items()}
+    return texts, hashes, read_errors, _cache_key(src, hashes, read_errors)
+
+
+def side_cache_get(key: str, name: str) -> object:
+    """A value cached beside the index under the same content key (marshal: builtin types
+    only, fast to load), or None."""
+    try:
+        with open(os.path.join(cache_dir(), f"{name}-{key}.marshal"), "rb") as fh:
+            blob = fh.read()
+        n = len(_MAGIC)
+        payload = blob[n + 32:]
+        if blob[:n] != _MAGIC or hashlib.sha256(payload).digest() != blob[n:n + 32]:
+            return None
+        return marshal.loads(payload)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def side_cache_put(key: str, name: str, value: Any) -> None:
+    import tempfile
+
+    d = cache_dir()
+    tmp = None
+    try:
+        payload = marshal.dumps(value)
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{name}-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.replace(tmp, os.path.join(d, f"{name}-{key}.marshal"))
+        tmp = None
+    except (OSError, ValueError):
+        pass  # a cache we cannot write only costs speed
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -211,6 +259,8 @@ def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Inde
 
     index = Index(root=src.root, sources=src)
     diags = list(diags)
+    from testdb.model import QaList, SkippedFile
+
     skipped: list[SkippedFile] = []
     contexts: dict[str, Context] = {}
     for rel, kind in [*((p, "l0") for p in src.testdb), *((p, "qa") for p in src.qa_yaml)]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from testdb.errors import UsageError
-from testdb.index import Index
-from testdb.schedule import Placement, Schedule, verdict_for
+from testdb.errors import Diagnostic, Severity, SourceLoc, UsageError
+
+if TYPE_CHECKING:
+    from testdb.index import Index
+    from testdb.schedule import Placement, Schedule
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ def _head(test_id: str) -> str:
 def where(index: Index, pattern: str, inventory: Any = None) -> list[TestWhere]:
     """Listed ids the pattern names, and (given an inventory) unit-test ids it names, each
     placed through the ``unittest/...`` selections that select it."""
+    from testdb.schedule import verdict_for
+
     sched: Schedule = index.schedule
     ids = match_ids(list(sched.placements), pattern)
     out = [TestWhere(i, verdict_for(sched.placements[i]), tuple(sched.placements[i]))
@@ -69,6 +74,7 @@ def where(index: Index, pattern: str, inventory: Any = None) -> list[TestWhere]:
 
 def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str]) -> list[TestWhere]:
     from testdb.inventory.select import SelectionIndex
+    from testdb.schedule import verdict_for
 
     units = [i.nodeid for i in inventory
              if i.nodeid.startswith("unittest/") and not i.is_placeholder]
@@ -83,3 +89,66 @@ def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str]) -> l
         out.append(TestWhere(uid, verdict_for(list(placements)), placements,
                              via=", ".join(s.test for s in sels) or "no selection"))
     return out
+
+
+def placement_record(p: Placement) -> dict[str, Any]:
+    """One placement as plain data (the shape of ``where --format json``)."""
+    return {
+        "kind": p.kind,
+        "path": p.entry.loc.path,
+        "line": p.entry.loc.line,
+        "block_line": p.block.loc.line if p.block else None,
+        "context": p.context,
+        "stage_term": p.block.stage_term if p.block else None,
+        "condition": p.block.condition.describe() if p.block else None,
+        "marker": p.entry.marker,
+        "timeout_minutes": p.entry.timeout,
+        "isolation": p.entry.isolation,
+        "stages": [{"name": r.stage, "class": r.pr_class, "shard": r.shard, "splits": r.splits,
+                    "verdict": r.verdict, "assumed": list(r.assumed),
+                    "waived_by": [{"path": w.loc.path, "line": w.loc.line} for w in r.waived_by]}
+                   for r in p.runs],
+        "waived_by": [{"path": w.loc.path, "line": w.loc.line}
+                      for w in dict.fromkeys([*p.waived_by,
+                                              *(w for r in p.runs for w in r.waived_by)])],
+        "assumed": p.assumed,
+        "assumed_keys": sorted({k for r in p.runs for k in r.assumed}),
+    }
+
+
+def test_record(t: TestWhere) -> dict[str, Any]:
+    return {"id": t.id, "verdict": t.verdict, "via": t.via or None,
+            "placements": [placement_record(p) for p in t.placements]}
+
+
+test_record.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
+
+WHERE_TABLE_VERSION = 1
+
+
+def where_table(src: Any, *, use_cache: bool = True) -> tuple[dict[str, str], list[Diagnostic]]:
+    """Every listed test id's ``where`` record as JSON text, and the plan's diagnostics.
+
+    Kept in a cache file beside the index's (same content key), so a warm ``where`` parses the
+    records it prints instead of unpickling the whole index."""
+    from testdb.index import load_sources, read_all, side_cache_get, side_cache_put
+    from testdb.schedule import verdict_for
+
+    read = read_all(src)
+    key = read[3]
+    name = f"where{WHERE_TABLE_VERSION}"
+    if use_cache:
+        hit = side_cache_get(key, name)
+        if isinstance(hit, tuple) and len(hit) == 2:
+            table, diags = hit
+            return table, [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
+                           for p, ln, sev, msg, rule in diags]
+    index = load_sources(src, use_cache=use_cache, read=read)
+    sched: Schedule = index.schedule
+    table = {tid: json.dumps(test_record(TestWhere(tid, verdict_for(list(pl)), tuple(pl))),
+                             ensure_ascii=False)
+             for tid, pl in sched.placements.items()}
+    if use_cache:
+        side_cache_put(key, name, (table, [(d.loc.path, d.loc.line, d.severity.value, d.message,
+                                            d.rule) for d in index.diagnostics]))
+    return table, list(index.diagnostics)
