@@ -112,6 +112,16 @@ class Sources:
         def opt(path: str) -> str | None:
             return path if os.path.isfile(os.path.join(root, path)) and inside(path) else None
 
+        def given(path: str | None) -> str | None:
+            """An explicit --stages/--triggers/--platform-facts path is relative to the current
+            directory, as the user typed it; keep it root-relative when it lies in the root."""
+            if path is None:
+                return None
+            full = os.path.abspath(path)
+            inside_root = os.path.relpath(full, os.path.abspath(root))
+            return full if inside_root.startswith("..") else inside_root
+
+        stages, triggers, platform_facts = given(stages), given(triggers), given(platform_facts)
         return cls(
             root=root,
             testdb=rel(f"{TESTDB_DIR}/*.yml"),

@@ -57,3 +57,21 @@ def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path:
     res = run_cli("--root", str(root), "where", "test_other", "--format", "json")
     [t] = json.loads(res.out)["tests"]
     assert t["verdict"] == "post-merge-only" and t["via"] == 'unittest/llmapi -k "not prefix"'
+
+
+def test_stages_path_is_relative_to_the_current_directory(run_cli, tmp_path: Path,
+                                                           monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`testdb --root ../x --stages ../x/ci/stages.yml` (the issue's own command) must read the
+    table the user named, not `../x/../x/ci/stages.yml` under the root."""
+    import os
+
+    from tests.conftest import CORPUS
+
+    monkeypatch.chdir(tmp_path)
+    root = os.path.relpath(CORPUS, tmp_path)
+    res = run_cli("--root", root, "--stages", f"{root}/ci/stages.yml", "where",
+                  "TestLlama3_1_8BInstruct::test_chunked_prefill[attn_backend=FLASHINFER]",
+                  "--format", "json")
+    assert res.code == 0, res.err
+    [t] = json.loads(res.out)["tests"]
+    assert t["verdict"] == "gated"
