@@ -12,7 +12,9 @@ from auditor.diff import Change, FileChange, is_test_path
 from auditor.linking import MAX_FINDING_GUARDS, MAX_TOKEN_PARAMS, Auditor, test_file_id
 from auditor.lists_diff import list_changes
 from auditor.model import TIERS, Audit, BehaviourResult, Finding, Guard, Run
+from auditor.path_rules import PathRule, find_rules
 from testdb.index import Index
+from testdb.query import match_ids
 
 LISTS_DIR = "tests/integration/test_lists/"
 
@@ -48,8 +50,10 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
 
 
 def run_audit(index: Index, change: Change, *, inventory: Any = None,
-              coverage: str | None = None) -> Audit:
+              coverage: str | None = None, rules: str | None = None) -> Audit:
+    """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout)."""
     aud = Auditor(index, change, inventory, coverage=coverage)
+    path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
         "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,
         "base": change.base, "head": change.head, "diff": change.source,
@@ -61,6 +65,10 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
     other = [f for f in change.files if f not in py_src and f not in py_tests and f not in lists]
     changed_ids, result.changed_tests = _changed_tests(aud, py_tests)
     for fc in other:
+        matched = [r for r in path_rules if r.matches(fc.path)]
+        if matched:
+            result.behaviours.append(_judge_file(aud, fc, matched, result))
+            continue
         result.unlinked.append({"path": fc.path, "status": fc.status,
                                 "why": "no path rule links this file to tests"})
         result.findings.append(Finding("info", "unlinked-file", fc.path, 0,
@@ -86,11 +94,32 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
     return result
 
 
-def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audit
+def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Audit
+                ) -> BehaviourResult:
+    """A non-Python file a path rule links: its guards are the tests the rule names."""
+    b = Behaviour(fc.path, "", "<file>", "file", fc.status if fc.status != "renamed"
+                  else "modified", 1, tuple(sorted(fc.added)), tuple(sorted(fc.removed)), ())
+    guards: dict[str, Guard] = {}
+    listed = list(aud.index.schedule.placements)
+    for rule in rules:
+        for pattern in rule.tests:
+            ids = match_ids(listed, pattern)
+            if not ids:
+                result.notes.append(f"path rule {rule.loc}: {pattern!r} names no listed test")
+            for tid in ids:
+                guards.setdefault(tid, aud.guard(tid, "path-rule", f"path rule {rule.loc}",
+                                                 "strong"))
+    linked = sorted(guards.values(), key=lambda g: g.test_id)
+    return _judge(aud, b, {}, result, ({"path-rule": linked} if linked else {},
+                                       {"path-rule": len(linked)} if linked else {}))
+
+
+def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audit,
+           linked: tuple[dict[str, list[Guard]], dict[str, int]] | None = None
            ) -> BehaviourResult:
     br = BehaviourResult(b.path, b.module, b.qualname, b.kind, b.status, b.line, b.added,
                          b.removed, b.tokens)
-    br.guards, br.guard_counts = aud.link(b, changed_ids)
+    br.guards, br.guard_counts = linked if linked is not None else aud.link(b, changed_ids)
     br.tier = next((t for t in TIERS if br.guards.get(t)), None)
     where = f"{b.qualname} ({b.path}:{b.line})"
     if br.tier is None:

@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 AUDIT_SCHEMA = "testdb-audit/audit@1"
-TIERS = ("coverage", "parameter", "symbol", "declared", "module")
+TIERS = ("coverage", "parameter", "symbol", "path-rule", "declared", "module")
 TIER_TITLES = {
     "coverage": "executed the changed lines (coverage contexts)",
     "parameter": "parametrization names a changed token",
     "symbol": "imports or calls the changed code",
+    "path-rule": "a path rule links the changed file to it",
     "declared": "test changed in this diff that reaches the changed code",
     "module": "test module imports the changed module",
 }

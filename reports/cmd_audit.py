@@ -14,7 +14,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
-                     coverage: str | None) -> dict[str, Any]:
+                     coverage: str | None, rules: str | None = None) -> dict[str, Any]:
     """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch)."""
     from auditor.audit import run_audit
     from auditor.diff import from_diff_file, from_git
@@ -24,7 +24,7 @@ def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | 
         raise UsageError("give either --base REV (a git range) or --diff FILE")
     index = opts.index()
     change = from_diff_file(opts.root, diff) if diff else from_git(opts.root, base or "", head)
-    data = audit_json(run_audit(index, change, coverage=coverage))
+    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules))
     data["diagnostics"] = [str(d) for d in index.diagnostics]
     return data
 
@@ -37,6 +37,9 @@ def audit_options(f: _F) -> _F:
                      help="A unified diff; --root is its head side."),
         click.option("--coverage", type=click.Path(dir_okay=False),
                      help="coverage.py data file with per-test contexts."),
+        click.option("--rules", type=click.Path(dir_okay=False),
+                     help="Path rules linking non-Python files to tests "
+                          "(default: ci/audit-rules.yml under --root)."),
     ]):
         f = opt(f)
     return f
@@ -50,7 +53,8 @@ def audit_options(f: _F) -> _F:
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write JSON here.")
 @click.pass_obj
 def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
-          coverage: str | None, fmt: str, fail_on: str, output: str | None) -> int:
+          coverage: str | None, rules: str | None, fmt: str, fail_on: str,
+          output: str | None) -> int:
     """Find the behaviour a change makes, the tests that guard it, and whether they run
     before merge.
 
@@ -59,7 +63,7 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
       testdb --root examples/flashinfer-reuse audit --diff examples/flashinfer-reuse/pr.diff
       testdb --root ~/TensorRT-LLM audit --base origin/main --format json -o audit.json
     """
-    data = run_from_options(opts, base, head, diff, coverage)
+    data = run_from_options(opts, base, head, diff, coverage, rules)
     if output:
         from testdb.files import write_text_atomic
 

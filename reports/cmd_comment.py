@@ -42,7 +42,8 @@ def _typed(decorator: Any) -> Callable[[F], F]:
 @_typed(format_option("markdown", "json"))
 @click.pass_obj
 def comment(opts: Any, audit_file: str | None, base: str | None, head: str | None,
-            diff: str | None, coverage: str | None, repo: str | None, head_sha: str | None,
+            diff: str | None, coverage: str | None, rules: str | None, repo: str | None,
+            head_sha: str | None,
             report_url: str | None, results_file: str | None, post: bool, pr: int | None,
             api_url: str, fmt: str) -> int:
     """Render the pre-merge PR comment: the verdict sentence, the findings (errors first), the
@@ -70,7 +71,7 @@ def comment(opts: Any, audit_file: str | None, base: str | None, head: str | Non
         raise UsageError("--post needs a GitHub token in the environment variable GITHUB_TOKEN",
                          hint="in GitHub Actions: env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}")
     data = read_audit(audit_file) if audit_file else run_from_options(opts, base, head, diff,
-                                                                      coverage)
+                                                                      coverage, rules)
     results = read_results(results_file) if results_file else None
     body = render_comment(data, repo=repo, report_url=report_url, results=results,
                           head_sha=head_sha)

@@ -277,3 +277,33 @@ def test_diff_paths_cannot_leave_the_root(run_cli, tmp_path: Path) -> None:
 def test_base_or_diff_is_required(run_cli) -> None:
     res = run_cli("--root", EXAMPLE, "audit")
     assert res.code == 2 and "--base" in res.err
+
+
+def test_path_rule_links_a_cpp_file_to_tests(run_cli, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    (repo / "ci/audit-rules.yml").write_text(
+        "path_rules:\n"
+        "- paths: ['cpp/kernels/*flashinfer*']\n"
+        "  tests: ['test_chunked_prefill[attn_backend=FLASHINFER]']\n")
+    commit(repo, "rules")
+    (repo / "cpp/kernels").mkdir(parents=True)
+    (repo / "cpp/kernels/flashinfer.cu").write_text("__global__ void k() {}\n")
+    commit(repo)
+    code, data = audit(run_cli, repo)
+    [b] = data["behaviours"]
+    assert (b["path"], b["function"], b["tier"]) == ("cpp/kernels/flashinfer.cu", "<file>",
+                                                     "path-rule")
+    assert [g["test_id"] for g in b["guards"]["path-rule"]] == [CHUNKED.format("FLASHINFER")]
+    assert b["verdict"] == "gated" and code == 1  # its only guard is post-merge / gated
+    assert data["unlinked"] == []
+    assert any(f["rule"] == "no-pre-merge-guard" and f["path"] == "cpp/kernels/flashinfer.cu"
+               for f in data["findings"])
+
+
+def test_bad_rules_file_is_a_clear_error(run_cli, repo: Path) -> None:  # type: ignore[no-untyped-def]
+    (repo / "ci/audit-rules.yml").write_text("path_rules:\n- paths: []\n  tests: [x]\n")
+    commit(repo, "rules")
+    (repo / "cpp").mkdir()
+    (repo / "cpp/a.cu").write_text("x\n")
+    commit(repo)
+    res = run_cli("--root", str(repo), "audit", "--base", "HEAD~1", "--head", "HEAD")
+    assert res.code == 2 and "ci/audit-rules.yml:2" in res.err and "Traceback" not in res.err
