@@ -57,6 +57,7 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
     result = Audit(provenance={
         "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,
         "base": change.base, "head": change.head, "diff": change.source,
+        "checkout_side": change.checkout_side,
         "data_files": dict(sorted(index.files.items())),
     }, gates=aud.gates.to_json())
     py_src = [f for f in change.files if f.path.endswith(".py") and not is_test_path(f.path)]

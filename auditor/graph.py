@@ -7,12 +7,12 @@ import gc
 import hashlib
 import os
 import pickle
-import tempfile
 from dataclasses import dataclass, field
 
 import networkx as nx
 
 from auditor.behaviour import module_name
+from testdb.files import read_cache, write_cache
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
@@ -165,10 +165,10 @@ class _GraphCache:
         self.path = os.path.join(cache_dir(), f"graph-{key}.pickle")
         self.entries: dict[str, tuple[bytes, ModuleInfo]] = {}
         self.dirty = False
+        payload = read_cache(self.path)
         try:
             gc.disable()  # many small objects: unpickling is twice as fast without the GC
-            with open(self.path, "rb") as f:
-                version, entries = pickle.load(f)
+            version, entries = pickle.loads(payload) if payload else (None, None)
             if version == self.VERSION and isinstance(entries, dict):
                 self.entries = entries
         except Exception:
@@ -189,17 +189,6 @@ class _GraphCache:
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    pickle.dump((self.VERSION, self.entries), f, pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, self.path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        except OSError:
-            pass  # a cache we cannot write only costs speed
+        if self.dirty:
+            write_cache(self.path, pickle.dumps((self.VERSION, self.entries),
+                                                pickle.HIGHEST_PROTOCOL))

@@ -11,7 +11,8 @@ from auditor.diff import Change
 from auditor.graph import ImportGraph, build_graph
 from auditor.guards import _ORDER, GuardLocator, best, compute_gates
 from auditor.model import TIERS, Guard
-from testdb.index import DEFS_DIR, Index
+from testdb.index import Index
+from testdb.inventory.build import DEFAULT_DIRS
 
 MAX_FINDING_GUARDS = 50  # a finding names at most this many guards; the behaviour has all
 # A token that names more parametrizations than this (`True`-like values, a backend used by
@@ -22,12 +23,19 @@ MAX_DECIDING_MODULE_GUARDS = 50  # ... and when it decides (pre-merge ones first
 
 
 def test_file_id(path: str) -> str | None:
-    """The test-list spelling of a test source path (relative to defs/ or tests/)."""
-    if path.startswith(DEFS_DIR + "/"):
-        return path[len(DEFS_DIR) + 1:]
-    if path.startswith("tests/unittest/"):
-        return path[len("tests/"):]
+    """The test-list spelling of a test source path: the inventory's own mapping of test
+    roots to id prefixes (``tests/integration/defs/x`` -> ``x``, ``tests/unittest/x`` ->
+    ``unittest/x``)."""
+    for base, prefix in DEFAULT_DIRS:
+        if path.startswith(base + "/"):
+            return prefix + path[len(base) + 1:]
     return None
+
+
+def source_path(file_id: str) -> list[str]:
+    """The candidate source paths of a test id's file (the inverse of test_file_id)."""
+    return [base + "/" + file_id[len(prefix):] for base, prefix in DEFAULT_DIRS
+            if file_id.startswith(prefix)]
 
 
 def _split_params(params: str) -> list[tuple[str | None, str]]:
@@ -326,8 +334,7 @@ class Auditor:
 
     def _source_known(self, file_id: str) -> bool:
         if file_id not in self._known:
-            self._known[file_id] = any((prefix + file_id) in self.graph.by_path
-                                       for prefix in (DEFS_DIR + "/", "tests/"))
+            self._known[file_id] = any(p in self.graph.by_path for p in source_path(file_id))
         return self._known[file_id]
 
 

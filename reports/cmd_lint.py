@@ -32,8 +32,8 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
       testdb --root data/trtllm lint
       testdb --root ~/TensorRT-LLM lint --format sarif > lint.sarif
     """
+    from testdb.lint import LINT_SCHEMA, sarif
     from testdb.lint import lint as run_lint
-    from testdb.lint import sarif
 
     index = opts.index()
     inv = None
@@ -45,7 +45,7 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
     if rules:
         findings = [f for f in findings if f.rule in rules]
     if fmt == "json":
-        click.echo(dump_json({"schema": "testdb-audit/lint@1", "findings": [
+        click.echo(dump_json({"schema": LINT_SCHEMA, "findings": [
             {"path": f.loc.path, "line": f.loc.line, "rule": f.rule,
              "severity": f.severity.value, "message": f.message} for f in findings]}))
     elif fmt == "sarif":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -61,9 +62,24 @@ def confined(root: str, rel: str) -> str:
     return full
 
 
-def write_text_atomic(path: str, text: str) -> None:
+def write_bytes_atomic(path: str, data: bytes) -> None:
     """Write via a temp file in the same directory and os.replace: a reader never sees half a
-    file, and an interrupted write leaves the old one."""
+    file, an interrupted write leaves the old one, and no temp file is left behind."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """A user-named output file, written atomically (see write_bytes_atomic)."""
     # A symlink keeps pointing where it did: the file it names is replaced, not the link.
     path = os.path.realpath(path)
     if os.path.exists(path) and not os.path.isfile(path):
@@ -72,14 +88,30 @@ def write_text_atomic(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+_SEAL = b"testdb-cache\0"
+
+
+def write_cache(path: str, payload: bytes) -> None:
+    """A cache file: magic, sha256 of the payload, payload; written atomically. A cache that
+    cannot be written only costs speed, so failures are ignored."""
+    with contextlib.suppress(OSError):
+        write_bytes_atomic(path, _SEAL + hashlib.sha256(payload).digest() + payload)
+
+
+def read_cache(path: str) -> bytes | None:
+    """The payload of a cache file, or None when missing or damaged: damaged bytes (a full
+    disk, a copy cut short) never reach an unpickler, where a flipped length byte can make
+    it allocate gigabytes."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError:
+        return None
+    n = len(_SEAL)
+    payload = blob[n + 32:]
+    if blob[:n] != _SEAL or hashlib.sha256(payload).digest() != blob[n:n + 32]:
+        return None
+    return payload

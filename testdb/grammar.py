@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from testdb.errors import Diagnostic, Severity, SourceLoc
 
 DEFAULT_TIMEOUT_MINUTES = 60
-MARKERS = ("XFAIL", "SKIP", "UNSTABLE", "TIMEOUT", "ISOLATION")
-WAIVE_MARKERS = ("XFAIL", "SKIP", "UNSTABLE")
 UNITTEST_PREFIX = "unittest/"
 _FULL_PREFIX = re.compile(r"full:([^/\s]+)/")
 _MARKER_WORD = re.compile(r"(?<=\s)(XFAIL|SKIP|UNSTABLE|TIMEOUT|ISOLATION)(?![\w-])")
@@ -126,12 +124,6 @@ class Entry:
 class LineResult:
     entries: list[Entry] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-def _at_depth0(text: str, pos: int) -> bool:
-    """Whether ``text[pos]`` sits outside ``[...]`` and ``(...)`` (str.count runs in C)."""
-    head = text[:pos]
-    return head.count("[") <= head.count("]") and head.count("(") <= head.count(")")
 
 
 def _strip_comment(text: str) -> tuple[str, str | None]:
@@ -282,7 +274,7 @@ def _split_several(text: str) -> list[str]:
     if " " not in text:
         return [text]
     parts, start = [], 0
-    prev = sq = par = 0  # bracket balance of text[:prev] (as _at_depth0, but linear)
+    prev = sq = par = 0  # bracket balance of text[:prev] (one linear pass)
     i = text.find(" ")
     while i >= 0:
         sq += text.count("[", prev, i) - text.count("]", prev, i)

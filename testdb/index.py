@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
-from testdb.files import read_text, sha256_text
+from testdb.files import read_cache, read_text, sha256_text, write_cache
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry
@@ -217,37 +217,16 @@ def read_all(src: Sources) -> Read:
 def side_cache_get(key: str, name: str) -> object:
     """A value cached beside the index under the same content key (marshal: builtin types
     only, fast to load), or None."""
+    payload = read_cache(os.path.join(cache_dir(), f"{name}-{key}.marshal"))
     try:
-        with open(os.path.join(cache_dir(), f"{name}-{key}.marshal"), "rb") as fh:
-            blob = fh.read()
-        n = len(_MAGIC)
-        payload = blob[n + 32:]
-        if blob[:n] != _MAGIC or hashlib.sha256(payload).digest() != blob[n:n + 32]:
-            return None
-        return marshal.loads(payload)
-    except (OSError, ValueError, EOFError, TypeError):
+        return marshal.loads(payload) if payload is not None else None
+    except (ValueError, EOFError, TypeError):
         return None
 
 
 def side_cache_put(key: str, name: str, value: Any) -> None:
-    import tempfile
-
-    d = cache_dir()
-    tmp = None
-    try:
-        payload = marshal.dumps(value)
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{name}-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-        os.replace(tmp, os.path.join(d, f"{name}-{key}.marshal"))
-        tmp = None
-    except (OSError, ValueError):
-        pass  # a cache we cannot write only costs speed
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    with contextlib.suppress(ValueError):  # a value marshal cannot hold is not cached
+        write_cache(os.path.join(cache_dir(), f"{name}-{key}.marshal"), marshal.dumps(value))
 
 
 @contextlib.contextmanager
@@ -427,22 +406,9 @@ def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -
 _SCHEMA = 2
 
 
-_MAGIC = b"testdb-index-cache\0"
-
-
 def _cache_get(key: str) -> Index | None:
-    path = os.path.join(cache_dir(), f"index-{key}.pickle")
-    try:
-        with open(path, "rb") as fh:
-            blob = fh.read()
-    except OSError:
-        return None
-    # Damaged bytes (a full disk, a copy cut short, a bad sector) never reach the unpickler:
-    # a flipped length byte makes it allocate gigabytes, other damage raises anything. The
-    # digest proves the payload is what _cache_put wrote.
-    n = len(_MAGIC)
-    payload = blob[n + 32:]
-    if blob[:n] != _MAGIC or hashlib.sha256(payload).digest() != blob[n:n + 32]:
+    payload = read_cache(os.path.join(cache_dir(), f"index-{key}.pickle"))
+    if payload is None:
         return None
     try:
         obj = pickle.loads(payload)  # our own file: keyed by content hash, digest checked
@@ -452,23 +418,8 @@ def _cache_get(key: str) -> Index | None:
 
 
 def _cache_put(key: str, index: Index) -> None:
-    """Write atomically: a reader never sees a half-written cache file, and a failed or
-    interrupted write leaves no temp file behind."""
-    import tempfile
-
-    d = cache_dir()
-    tmp = None
     try:
         payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".index-", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
-        os.replace(tmp, os.path.join(d, f"index-{key}.pickle"))
-        tmp = None
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass  # a cache we cannot write only costs speed
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    except (pickle.PicklingError, RecursionError):
+        return
+    write_cache(os.path.join(cache_dir(), f"index-{key}.pickle"), payload)

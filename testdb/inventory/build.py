@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gc
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testdb.errors import InputError
+from testdb.files import read_cache, write_cache
 from testdb.inventory.cache import FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
@@ -182,31 +183,22 @@ def _whole_path(directory: Path, digest: str) -> Path:
 
 
 def _load_whole(directory: Path, digest: str) -> list[InventoryItem] | None:
+    payload = read_cache(str(_whole_path(directory, digest)))
     try:
-        with open(_whole_path(directory, digest), "rb") as f:
-            items = pickle.load(f)
+        items = pickle.loads(payload) if payload else None  # our own file, digest checked
     except Exception:
         return None
     return items if isinstance(items, list) else None
 
 
 def _save_whole(directory: Path, digest: str, items: list[InventoryItem]) -> None:
-    try:
+    with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
         # Keep the few newest whole-inventory files (one per checkout in use), not every one.
         olds = sorted(directory.glob("whole-*.pickle"), key=lambda p: p.stat().st_mtime)
         for old in olds[:-3]:
             old.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(items, f, pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, _whole_path(directory, digest))
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except OSError:
-        pass  # a cache we cannot write only costs speed
+    write_cache(str(_whole_path(directory, digest)), pickle.dumps(items, pickle.HIGHEST_PROTOCOL))
 
 
 def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from testdb.files import write_bytes_atomic
 from testdb.inventory.groups import Group, from_json, to_json
 
 # Bump when the scanner's output for the same input changes.
@@ -53,17 +53,6 @@ class FileCache:
         try:
             # One write of the whole text: json.dump to a file writes piece by piece (slow).
             data = json.dumps(to_json(groups), separators=(",", ":")).encode()
-            parent = os.path.dirname(target)
-            if not os.path.isdir(parent):
-                os.makedirs(parent, exist_ok=True)
-            # Write beside the target, then rename: readers never see half a file.
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            write_bytes_atomic(target, data)
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from testdb.files import write_text_atomic
+
 SCHEMA = 1
 # One pytest run per process in the intended use (a subprocess); reset on configure anyway.
 _errors: list[dict[str, str]] = []
@@ -39,10 +41,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         "items": [_item_json(item) for item in session.items],
         "errors": list(_errors),
     }
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data))
 
 
 def _item_json(item: pytest.Item) -> dict[str, Any]:

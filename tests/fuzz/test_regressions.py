@@ -321,7 +321,9 @@ def test_cache_with_a_flipped_length_byte_is_a_miss(tmp_path, monkeypatch):
     index.load(fuzzkit.EXAMPLE, use_cache=True)
     (path,) = tmp_path.glob("index-*.pickle")
     data = bytearray(path.read_bytes())
-    n = len(index._MAGIC) + 32
+    from testdb.files import _SEAL
+
+    n = len(_SEAL) + 32
     payload = pickle.dumps(["x" * 10])
     # An unchecked unpickler would be asked for a 2 GB string:
     evil = payload.replace(b"\x8c\x0a", b"\x8d\x00\x00\x00\x80\x00\x00\x00\x00", 1)
