@@ -191,4 +191,4 @@ class _GraphCache:
     def save(self) -> None:
         if self.dirty:
             write_cache(self.path, pickle.dumps((self.VERSION, self.entries),
-                                                pickle.HIGHEST_PROTOCOL))
+                                                pickle.HIGHEST_PROTOCOL), keep=32)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -27,8 +26,6 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
       testdb --root data/trtllm where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
-    from testdb.query import match_ids
-
     if os.path.isdir(os.path.join(opts.root, "tests", "unittest")):
         # Unit tests are found through the selections that select them: that needs the
         # inventory and the full index.
@@ -41,13 +38,12 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
                    for t in where_query(index, pattern, build_static(index.root))]
         diagnostics = list(index.diagnostics)
     else:
-        from testdb.index import Sources
-        from testdb.query import where_table
+        from testdb.index import locate
+        from testdb.query import where_records
 
-        src = Sources.discover(opts.root, stages=opts.stages, triggers=opts.triggers,
-                               platform_facts=opts.platform_facts)
-        table, diagnostics = where_table(src, use_cache=opts.use_cache)
-        records = [json.loads(table[i]) for i in match_ids(list(table), pattern)]
+        plan = locate(opts.root, stages=opts.stages, triggers=opts.triggers,
+                      platform_facts=opts.platform_facts, use_cache=opts.use_cache)
+        records, diagnostics = where_records(plan, pattern, use_cache=opts.use_cache)
     if fmt == "json":
         click.echo(dump_json(where_json(pattern, records)))
     elif fmt == "markdown":

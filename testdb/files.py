@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import marshal
 import os
 import tempfile
+import zlib
+from typing import BinaryIO
 
 from testdb.errors import InputError, SourceLoc
 
@@ -94,11 +97,28 @@ def write_text_atomic(path: str, text: str) -> None:
 _SEAL = b"testdb-cache\0"
 
 
-def write_cache(path: str, payload: bytes) -> None:
+def write_cache(path: str, payload: bytes, *, keep: int = 8) -> None:
     """A cache file: magic, sha256 of the payload, payload; written atomically. A cache that
-    cannot be written only costs speed, so failures are ignored."""
+    cannot be written only costs speed, so failures are ignored. Of the files of this kind
+    (same name up to the first ``-``), the ``keep`` newest stay."""
     with contextlib.suppress(OSError):
         write_bytes_atomic(path, _SEAL + hashlib.sha256(payload).digest() + payload)
+        prune(path, keep)
+
+
+def prune(path: str, keep: int) -> None:
+    """Remove all but the ``keep`` newest cache files of ``path``'s kind: every change to the
+    plan is a new content key, and without this the cache directory grows without end."""
+    d, name = os.path.split(path)
+    kind = name.split("-", 1)[0] + "-"
+    found = []
+    for entry in os.scandir(d):
+        if entry.name.startswith(kind) and not entry.name.startswith("."):
+            with contextlib.suppress(OSError):
+                found.append((entry.stat().st_mtime_ns, entry.path))
+    for _, old in sorted(found, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old)
 
 
 def read_cache(path: str) -> bytes | None:
@@ -115,3 +135,63 @@ def read_cache(path: str) -> bytes | None:
     if blob[:n] != _SEAL or hashlib.sha256(payload).digest() != blob[n:n + 32]:
         return None
     return payload
+
+
+_RECORDS_SEAL = b"testdb-records\0"
+
+
+def write_records(path: str, meta: bytes, records: list[bytes]) -> None:
+    """A cache of many records of which a reader wants a few (see ``Records``): a sealed
+    header (``meta``, then each record's offset, length and crc32), then the records."""
+    table, offset = [], 0
+    for rec in records:
+        table.append((offset, len(rec), zlib.crc32(rec)))
+        offset += len(rec)
+    header = marshal.dumps((meta, table))
+    with contextlib.suppress(OSError):
+        write_bytes_atomic(path, b"".join([_RECORDS_SEAL, hashlib.sha256(header).digest(),
+                                           len(header).to_bytes(8, "little"), header, *records]))
+        prune(path, 8)
+
+
+class Records:
+    """Reads a ``write_records`` file: the header is checked when opened, each record when
+    read, so a lookup reads (and checks) only what it prints."""
+
+    def __init__(self, fh: BinaryIO, meta: bytes, table: list[tuple[int, int, int]],
+                 start: int) -> None:
+        self._fh, self.meta, self._table, self._start = fh, meta, table, start
+
+    @classmethod
+    def open(cls, path: str) -> Records | None:
+        """The records, or None when the file is missing or its header is damaged."""
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 -- kept open for reads; closed by close()
+        except OSError:
+            return None
+        n = len(_RECORDS_SEAL)
+        head = fh.read(n + 40)
+        size = int.from_bytes(head[n + 32:n + 40], "little")
+        ok = head[:n] == _RECORDS_SEAL and len(head) == n + 40
+        header = fh.read(size) if ok and size <= os.fstat(fh.fileno()).st_size else b""
+        try:
+            if not header or hashlib.sha256(header).digest() != head[n:n + 32]:
+                raise ValueError("damaged header")
+            meta, table = marshal.loads(header)
+        except (ValueError, EOFError, TypeError, OverflowError, MemoryError):
+            fh.close()
+            return None
+        return cls(fh, meta, table, n + 40 + size)
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, i: int) -> bytes | None:
+        """Record ``i``, or None when its bytes are damaged."""
+        offset, length, crc = self._table[i]
+        self._fh.seek(self._start + offset)
+        data = self._fh.read(length)
+        return data if len(data) == length and zlib.crc32(data) == crc else None
+
+    def close(self) -> None:
+        self._fh.close()

@@ -6,16 +6,16 @@ import contextlib
 import gc
 import glob
 import hashlib
-import marshal
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
+from testdb.stamp import Stamp
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry
@@ -169,19 +169,79 @@ class Index:
 def load(root: str = ".", *, stages: str | None = None, triggers: str | None = None,
          platform_facts: str | None = None, use_cache: bool = True) -> Index:
     """Discover and load the test plan under ``root`` (the cache makes repeat loads fast)."""
-    return load_sources(Sources.discover(root, stages=stages, triggers=triggers,
-                                         platform_facts=platform_facts), use_cache=use_cache)
+    plan = locate(root, stages=stages, triggers=triggers, platform_facts=platform_facts,
+                  use_cache=use_cache)
+    return load_sources(plan.src, use_cache=use_cache, read=plan.read, key=plan.key)
 
 
-def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = None) -> Index:
-    """``read``: what ``read_all(src)`` returned, when the caller already read the files."""
-    texts, hashes, read_errors, key = read or read_all(src)
+Read = tuple[dict[str, str], dict[str, str], list[Diagnostic], str]
+
+
+class Plan(NamedTuple):
+    """Which files make up the plan, its content key, and their texts when they were read."""
+
+    src: Sources
+    key: str
+    read: Read | None
+
+
+def locate(root: str, *, stages: str | None = None, triggers: str | None = None,
+           platform_facts: str | None = None, use_cache: bool = True) -> Plan:
+    """The plan's sources and content key. When the stamp shows nothing changed since the last
+    run, no file is listed or read; otherwise discover, read and hash, and renew the stamp."""
+    if not use_cache:
+        src = Sources.discover(root, stages=stages, triggers=triggers,
+                               platform_facts=platform_facts)
+        read = read_all(src)
+        return Plan(src, read[3], read)
+    base = os.path.abspath(root)
+    given = [os.path.abspath(p) if p else "-" for p in (stages, triggers, platform_facts)]
+    stamp = Stamp(cache_dir(), [testdb.__version__, str(_SCHEMA), _code_stamp(), base,
+                                os.path.realpath(root), *given])
+    hit = stamp.check()
+    if hit is not None:
+        recorded, key = hit
+        with contextlib.suppress(TypeError):
+            return Plan(Sources(root=root, **recorded), key, None)  # type: ignore[arg-type]
+    dirs = Stamp.stat_dirs(_discovery_dirs(base))
+    src = Sources.discover(root, stages=stages, triggers=triggers, platform_facts=platform_facts)
+    full = {rel: rel if os.path.isabs(rel) else os.path.join(base, rel) for rel in src.all_files()}
+    files = Stamp.stat_files(full.values())
+    read = read_all(src)
+    if not read[2] and not src.escaped:  # a plan with unreadable inputs is read afresh each time
+        recorded = {f.name: getattr(src, f.name) for f in fields(src) if f.name != "root"}
+        stamp.write(dirs, files, {full[rel]: h for rel, h in read[1].items()}, recorded, read[3])
+    return Plan(src, read[3], read)
+
+
+def _discovery_dirs(base: str) -> list[str]:
+    """The directories whose listings discovery depends on, and the ones above them."""
+    fixed = [TESTDB_DIR, QA_DIR, *(os.path.dirname(p) for p in (
+        WAIVES, DURATIONS, GROOVY, STAGES_YAML, TRIGGERS, PLATFORM_FACTS))]
+    out = {base}
+    for rel in fixed:
+        parts = rel.split("/")
+        out.update(os.path.join(base, *parts[:i]) for i in range(1, len(parts) + 1))
+    for d, dirs, _ in os.walk(os.path.join(base, QA_DIR)):
+        dirs[:] = [n for n in dirs if not n.startswith(".")]
+        out.add(d)
+    return sorted(out)
+
+
+def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = None,
+                 key: str | None = None) -> Index:
+    """``read``: what ``read_all(src)`` returned, when the caller already read the files;
+    ``key``: the plan's content key, when a stamp proved it without reading them."""
+    if key is None:
+        read = read or read_all(src)
+        key = read[3]
     if use_cache:
         with _gc_paused():
             cached = _cache_get(key)
         if cached is not None:
             cached.root = src.root
             return cached
+    texts, hashes, read_errors, key = read or read_all(src)
     from testdb.schedule import build_schedule  # schedule imports this module
 
     with _gc_paused():
@@ -191,9 +251,6 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
     if use_cache:
         _cache_put(key, index)
     return index
-
-
-Read = tuple[dict[str, str], dict[str, str], list[Diagnostic], str]
 
 
 def read_all(src: Sources) -> Read:
@@ -212,21 +269,6 @@ def read_all(src: Sources) -> Read:
                                           "unreadable"))
     hashes = {rel: sha256_text(t) for rel, t in texts.items()}
     return texts, hashes, read_errors, _cache_key(src, hashes, read_errors)
-
-
-def side_cache_get(key: str, name: str) -> object:
-    """A value cached beside the index under the same content key (marshal: builtin types
-    only, fast to load), or None."""
-    payload = read_cache(os.path.join(cache_dir(), f"{name}-{key}.marshal"))
-    try:
-        return marshal.loads(payload) if payload is not None else None
-    except (ValueError, EOFError, TypeError):
-        return None
-
-
-def side_cache_put(key: str, name: str, value: Any) -> None:
-    with contextlib.suppress(ValueError):  # a value marshal cannot hold is not cached
-        write_cache(os.path.join(cache_dir(), f"{name}-{key}.marshal"), marshal.dumps(value))
 
 
 @contextlib.contextmanager

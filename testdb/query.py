@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import marshal
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from testdb.errors import Diagnostic, Severity, SourceLoc, UsageError
 
 if TYPE_CHECKING:
-    from testdb.index import Index
+    from testdb.index import Index, Plan
     from testdb.schedule import Placement, Schedule
 
 
@@ -123,32 +125,51 @@ def test_record(t: TestWhere) -> dict[str, Any]:
 
 test_record.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
 
-WHERE_TABLE_VERSION = 1
+WHERE_TABLE_VERSION = 2
 
 
-def where_table(src: Any, *, use_cache: bool = True) -> tuple[dict[str, str], list[Diagnostic]]:
-    """Every listed test id's ``where`` record as JSON text, and the plan's diagnostics.
+def where_records(plan: Plan, pattern: str, *, use_cache: bool = True
+                  ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+    """The ``where`` records (``test_record`` shape) of the listed ids ``pattern`` names, and
+    the plan's diagnostics.
 
-    Kept in a cache file beside the index's (same content key), so a warm ``where`` parses the
-    records it prints instead of unpickling the whole index."""
-    from testdb.index import load_sources, read_all, side_cache_get, side_cache_put
+    Every id's record is kept in a cache file beside the index's (same content key); a warm
+    ``where`` reads the id list and then only the records it prints, instead of unpickling the
+    whole index."""
+    from testdb.files import Records
+    from testdb.index import cache_dir
+
+    path = os.path.join(cache_dir(), f"where{WHERE_TABLE_VERSION}-{plan.key}.records")
+    table = Records.open(path) if use_cache else None
+    if table is not None:
+        try:
+            ids, diags = marshal.loads(table.meta)
+            position = {tid: i for i, tid in enumerate(ids)}
+            raw = [table.get(position[tid]) for tid in match_ids(ids, pattern)]
+            if len(ids) == len(table) and all(r is not None for r in raw):
+                return ([json.loads(r) for r in raw if r is not None],
+                        [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
+                         for p, ln, sev, msg, rule in diags])
+        except (ValueError, EOFError, TypeError, KeyError):
+            pass  # damaged: rebuilt below
+        finally:
+            table.close()
+    return _where_records_afresh(plan, pattern, path, use_cache)
+
+
+def _where_records_afresh(plan: Plan, pattern: str, path: str, use_cache: bool
+                          ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+    from testdb.files import write_records
+    from testdb.index import load_sources
     from testdb.schedule import verdict_for
 
-    read = read_all(src)
-    key = read[3]
-    name = f"where{WHERE_TABLE_VERSION}"
-    if use_cache:
-        hit = side_cache_get(key, name)
-        if isinstance(hit, tuple) and len(hit) == 2:
-            table, diags = hit
-            return table, [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
-                           for p, ln, sev, msg, rule in diags]
-    index = load_sources(src, use_cache=use_cache, read=read)
+    index = load_sources(plan.src, use_cache=use_cache, read=plan.read, key=plan.key)
     sched: Schedule = index.schedule
-    table = {tid: json.dumps(test_record(TestWhere(tid, verdict_for(list(pl)), tuple(pl))),
-                             ensure_ascii=False)
-             for tid, pl in sched.placements.items()}
+    records = {tid: test_record(TestWhere(tid, verdict_for(list(pl)), tuple(pl)))
+               for tid, pl in sched.placements.items()}
     if use_cache:
-        side_cache_put(key, name, (table, [(d.loc.path, d.loc.line, d.severity.value, d.message,
-                                            d.rule) for d in index.diagnostics]))
-    return table, list(index.diagnostics)
+        diags = [(d.loc.path, d.loc.line, d.severity.value, d.message, d.rule)
+                 for d in index.diagnostics]
+        write_records(path, marshal.dumps((list(records), diags)),
+                      [json.dumps(r, ensure_ascii=False).encode() for r in records.values()])
+    return [records[i] for i in match_ids(list(records), pattern)], list(index.diagnostics)

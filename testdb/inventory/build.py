@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import gc
 import hashlib
@@ -192,13 +191,9 @@ def _load_whole(directory: Path, digest: str) -> list[InventoryItem] | None:
 
 
 def _save_whole(directory: Path, digest: str, items: list[InventoryItem]) -> None:
-    with contextlib.suppress(OSError):
-        directory.mkdir(parents=True, exist_ok=True)
-        # Keep the few newest whole-inventory files (one per checkout in use), not every one.
-        olds = sorted(directory.glob("whole-*.pickle"), key=lambda p: p.stat().st_mtime)
-        for old in olds[:-3]:
-            old.unlink(missing_ok=True)
-    write_cache(str(_whole_path(directory, digest)), pickle.dumps(items, pickle.HIGHEST_PROTOCOL))
+    # 37 MB each for 100k parametrizations: keep one per checkout in use, not every version.
+    write_cache(str(_whole_path(directory, digest)), pickle.dumps(items, pickle.HIGHEST_PROTOCOL),
+                keep=3)
 
 
 def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:

@@ -1,0 +1,102 @@
+"""Is the test plan unchanged since the last run? Answered by ``stat``, without reading a file.
+
+Proving the content-keyed caches fresh by reading and hashing all ~150 inputs costs more than
+a warm ``testdb where`` may take. Like git's index, a *stamp* remembers, per checkout, each
+input's ``stat`` (inode, size, mtime, ctime) and its content hash, and each directory the
+discovery listed; when every one still matches, the plan's content key is the remembered one.
+Anything that changed (a file edited, added, removed or renamed, a directory replaced by a
+link) changes a recorded stat, and the caller falls back to discovering and hashing.
+
+A file written within ``RACY_NS`` of the stamp may be changed again with the same size in the
+same timestamp tick (coarse file-system clocks); such "racily clean" files are hashed again on
+every check, as git does. A directory inside that window makes the stamp unusable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import time
+from collections.abc import Iterable
+
+from testdb.files import read_cache, read_text, sha256_text, write_cache
+
+VERSION = 1
+RACY_NS = 2_000_000_000  # FAT's 2 s clock is the coarsest a checkout is likely to live on
+KEEP = 64  # stamps kept: one per checkout (and explicit input paths) in use
+
+Stat = tuple[int, int, int, int, int]
+
+
+def stat_of(path: str, *, follow: bool) -> Stat | None:
+    """What identifies this version of a file: mode, inode, size, mtime and ctime (ns).
+    Files are followed through links (a link's target may change); directories are not."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class Stamp:
+    """The stamp file of one checkout root and one set of explicit input paths."""
+
+    def __init__(self, directory: str, identity: Iterable[str]) -> None:
+        h = hashlib.sha256(f"stamp{VERSION}".encode())
+        for part in identity:
+            h.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        self.path = os.path.join(directory, f"stamp-{h.hexdigest()[:32]}.marshal")
+
+    def check(self) -> tuple[dict[str, object], str] | None:
+        """``(what was recorded, content key)`` when nothing recorded has changed, else None."""
+        payload = read_cache(self.path)
+        if payload is None:
+            return None
+        try:
+            written, dirs, files, extra, key = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return None
+        for path, st in dirs:
+            if stat_of(path, follow=False) != st or (st and _racy(st, written)):
+                return None
+        rehashed = False
+        for path, st, digest in files:
+            if stat_of(path, follow=True) != st:
+                return None
+            if _racy(st, written):
+                try:
+                    if sha256_text(read_text(path)) != digest:
+                        return None
+                except Exception:  # unreadable now: let the full path report it
+                    return None
+                rehashed = True
+        if rehashed and not any(_racy(st, time.time_ns()) for _, st, _ in files):
+            # Verified by content, and now outside the window: later checks need no hashing.
+            write_cache(self.path, marshal.dumps((time.time_ns(), dirs, files, extra, key)),
+                        keep=KEEP)
+        return extra, key
+
+    @staticmethod
+    def stat_dirs(dirs: Iterable[str]) -> list[tuple[str, Stat | None]]:
+        """Taken *before* discovery lists them: a change made meanwhile shows up next time."""
+        return [(d, stat_of(d, follow=False)) for d in dirs]
+
+    @staticmethod
+    def stat_files(paths: Iterable[str]) -> list[tuple[str, Stat | None]]:
+        """Taken *before* the files are read, for the same reason."""
+        return [(p, stat_of(p, follow=True)) for p in paths]
+
+    def write(self, dirs: list[tuple[str, Stat | None]], files: list[tuple[str, Stat | None]],
+              digests: dict[str, str], extra: dict[str, object], key: str) -> None:
+        """Remember the plan; ``digests`` maps each path of ``files`` to its content hash.
+        Nothing is written when a file vanished or could not be read."""
+        if any(st is None or p not in digests for p, st in files):
+            return
+        rows = [(p, st, digests[p]) for p, st in files]
+        write_cache(self.path, marshal.dumps((time.time_ns(), dirs, rows, extra, key)),
+                    keep=KEEP)
+
+
+def _racy(st: Stat, written_ns: int) -> bool:
+    return max(st[3], st[4]) >= written_ns - RACY_NS
