@@ -140,7 +140,7 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
             function=b.qualname,
             guards=tuple(g.test_id for g in tier_guards[:MAX_FINDING_GUARDS]),
             stages=tuple(stages)))
-    elif all(t.startswith("unittest/") for t in br.pre_merge_guards):
+    elif aud.unit_tests_only(tier_guards, br.pre_merge_guards):
         heavy = aud.heavy_not_pre_merge(tier_guards)
         if heavy:
             result.findings.append(Finding(
@@ -148,7 +148,7 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
                 f"{where} is guarded pre-merge only by unit tests "
                 f"({', '.join(br.pre_merge_guards[:3])}); its {heavy} integration guard(s) "
                 "of the same evidence do not run pre-merge", function=b.qualname,
-                guards=tuple(br.pre_merge_guards)))
+                guards=tuple(br.pre_merge_guards[:MAX_FINDING_GUARDS])))
     for g in br.guards.get("parameter", []):
         if g.test_id in changed_ids and g.effective != "pre-merge":
             _warn_half_guard(aud, b, g, result)

@@ -113,9 +113,11 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
     cache = _GraphCache(root) if use_cache else None
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        reldir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if reldir == "." else reldir + "/"
         for fn in filenames:
             if fn.endswith(".py"):
-                rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
+                rel = prefix + fn
                 if (texts is not None and rel in texts) or (exclude and rel in exclude):
                     continue
                 try:

@@ -3,8 +3,9 @@ declared, module), with the memos that keep a large checkout's audit fast."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from auditor.behaviour import Behaviour
 from auditor.diff import Change
@@ -13,6 +14,7 @@ from auditor.guards import _ORDER, GuardLocator, best, compute_gates
 from auditor.model import TIERS, Guard
 from testdb.index import Index
 from testdb.inventory.build import DEFAULT_DIRS
+from testdb.inventory.model import params_with_value, value_counts
 
 MAX_FINDING_GUARDS = 50  # a finding names at most this many guards; the behaviour has all
 # A token that names more parametrizations than this (`True`-like values, a backend used by
@@ -38,14 +40,6 @@ def source_path(file_id: str) -> list[str]:
             if file_id.startswith(prefix)]
 
 
-def _split_params(params: str) -> list[tuple[str | None, str]]:
-    out: list[tuple[str | None, str]] = []
-    for part in params.split("-"):
-        name, eq, value = part.partition("=")
-        out.append((name, value) if eq else (None, part))
-    return out
-
-
 class Auditor:
     def __init__(self, index: Index, change: Change, inventory: Any = None,
                  graph: ImportGraph | None = None, coverage: str | None = None) -> None:
@@ -67,17 +61,19 @@ class Auditor:
         self._module_tier: dict[tuple[str, int | None], list[Guard]] = {}
         self._module_counts: dict[str, int] = {}
         self._items_memo: dict[tuple[str, str], list[str]] = {}
-        self._importers: dict[str, dict[str, int]] = {}
+        self._importers: dict[str, tuple[dict[str, int], dict[str | None, int]]] = {}
         self._module_names: dict[str, frozenset[str]] = {}
         self._guards: dict[tuple[str, str, str, str, int | None], Guard] = {}
         self._known: dict[str, bool] = {}
         self.common_tokens: set[str] = set()
         self._heavy: dict[tuple[str, int], tuple[list[Guard], int]] = {}
+        self._file_summaries: dict[str, _FileSummary] = {}
         # id(list) -> (the list, kept alive so its id stays unique; its summary)
         self._summaries: dict[int, tuple[list[Guard], tuple[str, tuple[str, ...], list[str]]]] = {}
         self._params_by_module: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
         self._param_index: dict[str, list[tuple[str, str | None]]] = {}
         self._values: Counter[str] | None = None
+        self._listed_only: list[str] | None = None  # listed ids the inventory lacks
         self._guard_cache: dict[str, tuple[str, str, Any, str]] = {}
 
     # ---- candidates --------------------------------------------------------------------------
@@ -85,7 +81,7 @@ class Auditor:
         if self._ids is None:
             ids = set(self.index.schedule.placements)
             if self.inventory is not None:
-                ids |= {i.nodeid for i in self.inventory if not i.is_placeholder}
+                ids.update(self.inventory.ids())
             self._ids = ids
         return self._ids
 
@@ -105,32 +101,30 @@ class Auditor:
         counts each value piece once per id)."""
         if self._values is None:
             # Every parameter value, counted once: most tokens name none and need no scan.
-            pieces: list[str] = []
-            for tid in self._all_ids():
-                b = tid.find("[")
-                if b > 0 and tid.endswith("]"):
-                    pieces.extend(set(tid[b + 1:-1].replace("=", "-").split("-")))
-            values = Counter(pieces)  # counting one flat list runs in C
-            self._values = values
+            # The inventory's counts come with it (cached); listed ids it lacks are added.
+            if self.inventory is None:
+                self._values = Counter(value_counts(self._all_ids()))
+            else:
+                self._values = Counter(self.inventory.param_value_counts())
+                self._listed_only = [t for t in self.index.schedule.placements
+                                     if t not in self.inventory]
+                self._values.update(value_counts(self._listed_only))
         return self._values.get(tok, 0)
 
     def params_naming(self, tok: str) -> list[tuple[str, str | None]]:
-        """(id, parameter name) of every parametrization one of whose values is ``tok``;
-        built per token on demand (a substring scan first, then an exact check)."""
+        """(id, parameter name) of every parametrization one of whose values is ``tok``:
+        the inventory's own index, and a scan of the listed ids it lacks."""
         if not self.value_count(tok):
             return []
         if tok not in self._param_index:
-            found: list[tuple[str, str | None]] = []
-            for tid in self._all_ids():
-                if tok not in tid:
-                    continue
-                b = tid.find("[")
-                if b < 0 or not tid.endswith("]"):
-                    continue
-                for name, value in _split_params(tid[b + 1:-1]):
-                    if value == tok:
-                        found.append((tid, name))
-            self._param_index[tok] = found
+            if self.inventory is None:
+                self._param_index[tok] = params_with_value(self._all_ids(), tok)
+            else:
+                if self._listed_only is None:
+                    self._listed_only = [t for t in self.index.schedule.placements
+                                         if t not in self.inventory]
+                self._param_index[tok] = [*self.inventory.params_with_value(tok),
+                                          *params_with_value(self._listed_only, tok)]
         return self._param_index[tok]
 
     def _items_of(self, file_id: str, qualname: str) -> list[str]:
@@ -198,11 +192,7 @@ class Auditor:
              ) -> tuple[dict[str, list[Guard]], dict[str, int]]:
         """Guards by tier, and how many each tier has (the module tier may be cut short)."""
         tiers: dict[str, list[Guard]] = {t: [] for t in TIERS}
-        if b.module not in self._importers:
-            self._importers[b.module] = self.graph.importers(b.module)
-        importers = self._importers[b.module]
-        test_mods = {m: d for m, d in importers.items() if self._module_file_id(m)}
-        reach_files = {self._module_file_id(m): d for m, d in test_mods.items()}
+        test_mods, reach_files = self._test_importers(b.module)
         if self.coverage:
             from auditor.coverage_link import covering_tests
 
@@ -251,6 +241,15 @@ class Auditor:
             counts["module"] = self._module_count(b.module, test_mods)
         return out, counts
 
+    def _test_importers(self, module: str) -> tuple[dict[str, int], dict[str | None, int]]:
+        """The test modules importing ``module`` and their test files, with the distance."""
+        if module not in self._importers:
+            test_mods = {m: d for m, d in self.graph.importers(module).items()
+                         if self._module_file_id(m)}
+            self._importers[module] = (test_mods, {self._module_file_id(m): d
+                                                   for m, d in test_mods.items()})
+        return self._importers[module]
+
     def _param_candidates(self, module: str, tok: str, reach_files: dict[str | None, int]
                           ) -> list[tuple[str, str | None]]:
         """Parametrizations naming ``tok`` whose test module can reach ``module`` (or whose
@@ -277,6 +276,14 @@ class Auditor:
             self._summaries[key] = (guards, (verdict, pre, stages))
         return self._summaries[key][1]
 
+    def unit_tests_only(self, guards: list[Guard], pre_merge: list[str]) -> bool:
+        """Whether every pre-merge guard of a tier (``pre_merge``) is a unit test; memoized
+        like ``summarize``: the module tier's thousands recur in each behaviour of a module."""
+        key = ("units", id(guards))
+        if key not in self._heavy:
+            self._heavy[key] = (guards, int(all(t.startswith("unittest/") for t in pre_merge)))
+        return bool(self._heavy[key][1])
+
     def heavy_not_pre_merge(self, guards: list[Guard]) -> int:
         """How many integration (not unit-test) guards of a tier do not run pre-merge."""
         key = ("heavy", id(guards))
@@ -294,34 +301,58 @@ class Auditor:
         key = (module, limit)
         if key in self._module_tier:
             return self._module_tier[key]
-        entries: dict[str, int] = {}
-        for mod, dist in sorted(test_mods.items(), key=lambda kv: (kv[1], kv[0])):
-            for tid in self._items_of(self._module_file_id(mod) or "", ""):
-                entries.setdefault(tid, dist)
-            if limit is not None and len(entries) >= limit:
-                break
-        shown = list(entries.items())[:limit] if limit is not None else []
-        summary = None
-        if limit is None:
-            eff = {tid: self.runs_of(tid)[1] for tid in entries}
-            summary = (best(list(eff.values())),
-                       tuple(t for t, v in eff.items() if v == "pre-merge"),
-                       sorted({r.stage for t in entries for r in self.runs_of(t)[2]
-                               if not r.waived and r.pr_class != "qa"}))
-            shown = sorted(entries.items(), key=lambda kv: (_ORDER.get(eff[kv[0]], 9),
-                                                            kv[0]))[:MAX_DECIDING_MODULE_GUARDS]
-        guards = [self.guard(tid, "module", f"imports the changed module (distance {dist})",
-                             "weak", dist) for tid, dist in shown]
-        if summary is not None:
-            self._summaries[id(guards)] = (guards, summary)
+        files = [(dist, self._module_file_id(mod) or "")
+                 for mod, dist in sorted(test_mods.items(), key=lambda kv: (kv[1], kv[0]))]
+        if limit is not None:
+            shown: list[tuple[str, int]] = []
+            for dist, fid in files:
+                shown += [(tid, dist) for tid in self._items_of(fid, "")[:limit - len(shown)]]
+                if len(shown) >= limit:
+                    break
+            guards = [self._module_guard(tid, dist) for tid, dist in shown]
+        else:
+            # Judged per test file (a file's guards recur in every module it imports), then
+            # combined: the best verdict, every pre-merge guard, every stage, and the guards
+            # to show, pre-merge ones first.
+            sums = [(dist, self._file_summary(fid)) for dist, fid in files]
+            verdict = best([fs.verdict for _, fs in sums])
+            pre = tuple(t for _, fs in sums for t in fs.pre_merge)
+            stages = sorted(set().union(*(fs.stages for _, fs in sums)))
+            top = heapq.nsmallest(MAX_DECIDING_MODULE_GUARDS,
+                                  ((rank, tid, dist) for dist, fs in sums for rank, tid in fs.top))
+            guards = [self._module_guard(tid, dist) for _, tid, dist in top]
+            self._summaries[id(guards)] = (guards, (verdict, pre, stages))
+            self._heavy[("heavy", id(guards))] = (guards, sum(fs.heavy for _, fs in sums))
         self._module_tier[key] = guards
         return guards
 
+    def _module_guard(self, tid: str, dist: int) -> Guard:
+        return self.guard(tid, "module", f"imports the changed module (distance {dist})", "weak",
+                          dist)
+
+    def _file_summary(self, file_id: str) -> _FileSummary:
+        """One test file's guards as the module tier sees them, judged once per audit."""
+        got = self._file_summaries.get(file_id)
+        if got is None:
+            ids = self._items_of(file_id, "")
+            runs = [self.runs_of(t) for t in ids]
+            eff = [r[1] for r in runs]
+            got = _FileSummary(
+                best(eff) if ids else "unscheduled",
+                tuple(t for t, v in zip(ids, eff, strict=True) if v == "pre-merge"),
+                frozenset(r.stage for run in runs for r in run[2]
+                          if not r.waived and r.pr_class != "qa"),
+                sum(1 for t, v in zip(ids, eff, strict=True)
+                    if v != "pre-merge" and not t.startswith("unittest/")),
+                heapq.nsmallest(MAX_DECIDING_MODULE_GUARDS,
+                                ((_ORDER.get(v, 9), t) for t, v in zip(ids, eff, strict=True))))
+            self._file_summaries[file_id] = got
+        return got
+
     def _module_count(self, module: str, test_mods: dict[str, int]) -> int:
         if module not in self._module_counts:
-            self._module_counts[module] = len({t for mod in test_mods
-                                               for t in self._items_of(
-                                                   self._module_file_id(mod) or "", "")})
+            fids = {self._module_file_id(mod) or "" for mod in test_mods}
+            self._module_counts[module] = sum(len(self._items_of(f, "")) for f in fids)
         return self._module_counts[module]
 
     def _names_in(self, module: str) -> frozenset[str]:
@@ -338,6 +369,14 @@ class Auditor:
         return self._known[file_id]
 
 
+class _FileSummary(NamedTuple):
+    verdict: str  # the best effective verdict of the file's guards
+    pre_merge: tuple[str, ...]
+    stages: frozenset[str]
+    heavy: int  # integration guards that do not run pre-merge
+    top: list[tuple[int, str]]  # (verdict rank, id): the first to show
+
+
 def _dedupe(guards: list[Guard]) -> list[Guard]:
     seen: dict[str, Guard] = {}
     for g in guards:
@@ -347,14 +386,14 @@ def _dedupe(guards: list[Guard]) -> list[Guard]:
 
 
 def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:
-    from testdb.inventory import Inventory, build_static, scan_source
+    from testdb.inventory import build_static, scan_source
 
     inv = build_static(root)
     overlay = {p: test_file_id(p) for p in [*texts, *gone]}
     stale = {fid for fid in overlay.values() if fid}
     if not stale:
         return inv
-    items = [it for it in inv if it.file not in stale]
+    items = []
     for path, text in texts.items():
         fid = overlay[path]
         name = path.rsplit("/", 1)[-1]
@@ -362,4 +401,4 @@ def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:
             dirs = tuple(fid.split("/")[:-1])
             dirs = dirs[1:] if fid.startswith("unittest/") else dirs
             items += scan_source(text, fid, path=path, dirs=dirs)
-    return Inventory(items)
+    return inv.without_files(stale, items)

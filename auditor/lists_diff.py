@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from auditor.diff import FileChange
-from testdb.lists import load_list_text
-from testdb.testdb_yaml import load_testdb_text
 
 
 def _placements(fc: FileChange, text: str | None, path: str) -> dict[tuple[str, str],
@@ -14,6 +12,10 @@ def _placements(fc: FileChange, text: str | None, path: str) -> dict[tuple[str, 
     """(context, test) -> (stage term, line) for one side of a list file."""
     if text is None:
         return {}
+    # Imported here: most changes touch no list file, and PyYAML is slow to import.
+    from testdb.lists import load_list_text
+    from testdb.testdb_yaml import load_testdb_text
+
     out: dict[tuple[str, str], tuple[str, int]] = {}
     if path.endswith((".yml", ".yaml")):
         res = load_testdb_text(text, path, "qa" if "/qa/" in path else "l0")

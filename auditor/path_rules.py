@@ -6,11 +6,8 @@ import os
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-import yaml
-
 from testdb.errors import InputError, SourceLoc
 from testdb.files import read_text
-from testdb.yamlnodes import compose, line_of, scalar
 
 RULES_FILE = "ci/audit-rules.yml"
 
@@ -29,6 +26,10 @@ class PathRule:
 
 def load_rules(path: str) -> list[PathRule]:
     """``path_rules: [{paths: [glob, ...], tests: [pattern, ...]}, ...]``."""
+    import yaml  # only when a checkout has rules: PyYAML is slow to import
+
+    from testdb.yamlnodes import compose, line_of, scalar
+
     root = compose(read_text(path), path)
     if root is None:
         return []

@@ -10,6 +10,9 @@ import click
 from reports.common import dump_json, format_option, report_diagnostics, use_colour
 from testdb.errors import EXIT_FINDINGS, UsageError
 
+# behaviours > behaviour > guards > tier > guard: each guard (with its runs) on one line
+AUDIT_JSON_DEPTH = 5
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -67,9 +70,9 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
     if output:
         from testdb.files import write_text_atomic
 
-        write_text_atomic(output, dump_json(data) + "\n")
+        write_text_atomic(output, dump_json(data, inline_depth=AUDIT_JSON_DEPTH) + "\n")
     if fmt == "json":
-        click.echo(dump_json(data))
+        click.echo(dump_json(data, inline_depth=AUDIT_JSON_DEPTH))
     elif fmt == "markdown":
         from reports.comment import render_comment
 

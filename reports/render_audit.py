@@ -21,7 +21,8 @@ def audit_json(a: Audit) -> dict[str, Any]:
             "path": b.path, "module": b.module, "function": b.qualname, "kind": b.kind,
             "status": b.status, "line": b.line, "added_lines": list(b.added),
             "removed_lines": list(b.removed), "tokens": list(b.tokens), "tier": b.tier,
-            "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards,
+            "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards[:MAX_TIER_GUARDS],
+            "pre_merge_guard_count": len(b.pre_merge_guards),
             "guards": {t: [_guard_json(g) for g in _top(gs, t == b.tier)]
                        for t, gs in b.guards.items()},
             "guard_counts": b.guard_counts or {t: len(gs) for t, gs in b.guards.items()},
@@ -105,8 +106,9 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         out.extend(_wrap(f"tokens: {', '.join(b['tokens'][:12]) or '-'}", width, "  "))
         if b["pre_merge_guards"]:
             pm = b["pre_merge_guards"]
+            n = b.get("pre_merge_guard_count", len(pm))
             out.extend(_wrap("pre-merge guards: " + ", ".join(short_id(t) for t in pm[:4])
-                             + (f" +{len(pm) - 4}" if len(pm) > 4 else ""), width, "  "))
+                             + (f" +{n - 4}" if n > 4 else ""), width, "  "))
         for tier in TIERS:
             gs = b["guards"].get(tier)
             if not gs:

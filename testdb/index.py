@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
-from testdb.stamp import Stamp
+from testdb.stamp import Stamp, code_stamp
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry
@@ -215,10 +215,11 @@ def locate(root: str, *, stages: str | None = None, triggers: str | None = None,
 
 
 def _discovery_dirs(base: str) -> list[str]:
-    """The directories whose listings discovery depends on, and the ones above them."""
+    """The directories whose listings discovery depends on, and the ones between them and
+    the root (not the root's own listing: nothing is discovered at the top level)."""
     fixed = [TESTDB_DIR, QA_DIR, *(os.path.dirname(p) for p in (
         WAIVES, DURATIONS, GROOVY, STAGES_YAML, TRIGGERS, PLATFORM_FACTS))]
-    out = {base}
+    out: set[str] = set()
     for rel in fixed:
         parts = rel.split("/")
         out.update(os.path.join(base, *parts[:i]) for i in range(1, len(parts) + 1))
@@ -426,14 +427,7 @@ def cache_dir() -> str:
 
 
 def _code_stamp() -> str:
-    """The package's own modules and their mtimes: an editable install changes the code that
-    parses (and the records it pickles) without changing the version."""
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    try:
-        names = sorted(n for n in os.listdir(pkg) if n.endswith(".py"))
-        return ";".join(f"{n}:{os.stat(os.path.join(pkg, n)).st_mtime_ns}" for n in names)
-    except OSError:
-        return ""
+    return code_stamp(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -> str:

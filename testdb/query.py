@@ -78,8 +78,7 @@ def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str]) -> l
     from testdb.inventory.select import SelectionIndex
     from testdb.schedule import verdict_for
 
-    units = [i.nodeid for i in inventory
-             if i.nodeid.startswith("unittest/") and not i.is_placeholder]
+    units = [i for i in inventory.ids() if i.startswith("unittest/")]
     matched = [u for u in match_ids(units, pattern) if u not in seen] if units else []
     if not matched:
         return []

@@ -18,7 +18,7 @@ import hashlib
 import marshal
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from testdb.files import read_cache, read_text, sha256_text, write_cache
 
@@ -27,6 +27,22 @@ RACY_NS = 2_000_000_000  # FAT's 2 s clock is the coarsest a checkout is likely 
 KEEP = 64  # stamps kept: one per checkout (and explicit input paths) in use
 
 Stat = tuple[int, int, int, int, int]
+
+
+def code_stamp(package_dir: str) -> str:
+    """A package's modules and their mtimes: an editable install changes the code that builds
+    (and the records a cache holds) without changing the version."""
+    try:
+        names = sorted(n for n in os.listdir(package_dir) if n.endswith(".py"))
+        return ";".join(f"{n}:{os.stat(os.path.join(package_dir, n)).st_mtime_ns}"
+                        for n in names)
+    except OSError:
+        return ""
+
+
+def text_digest(path: str) -> str:
+    """The plan's digest of an input: sha256 of its text (as ``testdb.index.read_all`` has it)."""
+    return sha256_text(read_text(path))
 
 
 def stat_of(path: str, *, follow: bool) -> Stat | None:
@@ -42,7 +58,10 @@ def stat_of(path: str, *, follow: bool) -> Stat | None:
 class Stamp:
     """The stamp file of one checkout root and one set of explicit input paths."""
 
-    def __init__(self, directory: str, identity: Iterable[str]) -> None:
+    def __init__(self, directory: str, identity: Iterable[str],
+                 digest: Callable[[str], str] = text_digest) -> None:
+        """``digest``: what the recorded digests are of a file (read again when racy)."""
+        self.digest = digest
         h = hashlib.sha256(f"stamp{VERSION}".encode())
         for part in identity:
             h.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -66,7 +85,7 @@ class Stamp:
                 return None
             if _racy(st, written):
                 try:
-                    if sha256_text(read_text(path)) != digest:
+                    if self.digest(path) != digest:
                         return None
                 except Exception:  # unreadable now: let the full path report it
                     return None

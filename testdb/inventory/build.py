@@ -5,21 +5,23 @@ from __future__ import annotations
 import fnmatch
 import gc
 import hashlib
+import marshal
 import os
-import pickle
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import testdb
 from testdb.errors import InputError
 from testdb.files import read_cache, write_cache
-from testdb.inventory.cache import FileCache, file_key
+from testdb.inventory.cache import SCHEMA, FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
-from testdb.inventory.model import Inventory, InventoryItem
+from testdb.inventory.model import Inventory, InventoryItem, PackedInventory
 from testdb.inventory.static import scan_groups
+from testdb.stamp import Stamp, code_stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
 DEFAULT_DIRS: tuple[tuple[str, str], ...] = (
@@ -133,9 +135,22 @@ def _worker_init() -> None:
 
 def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
            cache: FileCache | bool, workers: int | None) -> Inventory:
-    files = find_test_files(root, dirs, config)
     store = FileCache() if cache is True else (cache or None)
-    cache_dir = str(store.directory) if store is not None else None
+    stamp = None
+    if store is not None:
+        # Unchanged test files since the last build (by stat, as for the test plan): load the
+        # whole inventory without walking the tree or reading a file.
+        stamp = Stamp(str(store.directory), [
+            testdb.__version__, str(SCHEMA), config.fingerprint(), repr(dirs), _whole_format(),
+            os.path.abspath(root), os.path.realpath(root)], digest=_bytes_digest)
+        hit = stamp.check()
+        if hit is not None:
+            cached = _load_whole(store.directory, hit[1])
+            if cached is not None:
+                return cached
+    dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))
+    files = find_test_files(root, dirs, config)
+    file_stats = Stamp.stat_files(tf.abspath for tf in files)
     fingerprint = config.fingerprint()
     contents: list[bytes] = []
     keys: list[str] = []
@@ -147,15 +162,28 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
             raise InputError(f"cannot read test module: {e}") from e
         contents.append(content)
         keys.append(file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs)))
-    # The whole inventory, pickled under a digest of every file's key: a warm build loads
+    # The whole inventory, cached under a digest of every file's key: a warm build loads
     # one file instead of decoding thousands of per-file JSON entries.
-    whole = hashlib.sha256("\0".join(f"{k}:{tf.path}" for k, tf in zip(keys, files,
-                                                                        strict=True))
-                           .encode()).hexdigest()
+    whole = hashlib.sha256("\0".join([_whole_format(), *(
+        f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True))]).encode()).hexdigest()
+    inv: Inventory | None = None
     if store is not None:
-        cached = _load_whole(store.directory, whole)
-        if cached is not None:
-            return Inventory(cached)
+        inv = _load_whole(store.directory, whole)
+    if inv is None:
+        inv = _scan_all(files, contents, keys, store, config, workers)
+        if store is not None:
+            _save_whole(store.directory, whole, PackedInventory.pack(inv))
+    if stamp is not None:
+        stamp.write(dir_stats, file_stats,
+                    {tf.abspath: hashlib.sha256(c).hexdigest()
+                     for tf, c in zip(files, contents, strict=True)}, {}, whole)
+    return inv
+
+
+def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
+              store: FileCache | None, config: StaticConfig, workers: int | None) -> Inventory:
+    """Items of every file: from the per-file cache, else scanned (in parallel when many)."""
+    cache_dir = str(store.directory) if store is not None else None
     results: list[list[Group] | None] = []
     todo: list[int] = []
     jobs: list[Job] = []
@@ -172,28 +200,53 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     for idx, tf in enumerate(files):
         groups = results[idx] if idx not in pending else next(scanned)
         items += expand(groups or (), tf.file_id, tf.path)
-    if store is not None:
-        _save_whole(store.directory, whole, items)
     return Inventory(items)
 
 
+def _whole_format() -> str:
+    """What the whole-inventory cache's layout depends on: its format and this code."""
+    return f"whole-v2;{code_stamp(os.path.dirname(os.path.abspath(__file__)))}"
+
+
+def _bytes_digest(path: str) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _test_dirs(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig
+               ) -> list[str]:
+    """The directories ``find_test_files`` lists, and the ones between them and the root
+    (the root's own listing does not matter: a cache directory inside it changes it)."""
+    top_root = os.path.abspath(root)
+    out = set()
+    for base, _ in (DEFAULT_DIRS if dirs is None else dirs):
+        top = os.path.abspath(os.path.join(root, base))
+        d = top
+        while d.startswith(top_root + os.sep):
+            out.add(d)
+            d = os.path.dirname(d)
+        for dirpath, dirnames, _ in os.walk(top):
+            dirnames[:] = [n for n in dirnames if not any(
+                fnmatch.fnmatch(n, pat) for pat in config.norecursedirs)]
+            out.add(dirpath)
+    return sorted(out)
+
+
 def _whole_path(directory: Path, digest: str) -> Path:
-    return directory / f"whole-{digest}.pickle"
+    return directory / f"whole-{digest}.marshal"
 
 
-def _load_whole(directory: Path, digest: str) -> list[InventoryItem] | None:
+def _load_whole(directory: Path, digest: str) -> Inventory | None:
     payload = read_cache(str(_whole_path(directory, digest)))
     try:
-        items = pickle.loads(payload) if payload else None  # our own file, digest checked
-    except Exception:
+        return PackedInventory.from_state(marshal.loads(payload)) if payload else None
+    except Exception:  # another version's layout: build afresh
         return None
-    return items if isinstance(items, list) else None
 
 
-def _save_whole(directory: Path, digest: str, items: list[InventoryItem]) -> None:
-    # 37 MB each for 100k parametrizations: keep one per checkout in use, not every version.
-    write_cache(str(_whole_path(directory, digest)), pickle.dumps(items, pickle.HIGHEST_PROTOCOL),
-                keep=3)
+def _save_whole(directory: Path, digest: str, inv: PackedInventory) -> None:
+    # Tens of MB for 100k parametrizations: keep one per checkout in use, not every version.
+    write_cache(str(_whole_path(directory, digest)), marshal.dumps(inv.state()), keep=3)
 
 
 def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:

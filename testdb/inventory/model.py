@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import marshal
+import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -154,6 +157,24 @@ class Inventory:
     def placeholders(self) -> tuple[InventoryItem, ...]:
         return self._placeholders
 
+    def ids(self) -> list[str]:
+        """Every node id but the placeholders'."""
+        return [i.nodeid for i in self._items if not i.is_placeholder]
+
+    def param_value_counts(self) -> dict[str, int]:
+        """How many parametrizations carry each parameter value piece (``a=x-y`` has the
+        pieces ``a``, ``x``, ``y``), each piece counted once per id."""
+        return value_counts(self.ids())
+
+    def params_with_value(self, value: str) -> list[tuple[str, str | None]]:
+        """``(id, parameter name)`` of each parameter whose value is ``value`` (the name is
+        None for a bare id piece such as ``tp4``)."""
+        return params_with_value(self.ids(), value)
+
+    def without_files(self, files: set[str], added: Iterable[InventoryItem] = ()) -> Inventory:
+        """This inventory with every item of ``files`` dropped and ``added`` appended."""
+        return Inventory([*(i for i in self._items if i.file not in files), *added])
+
     def status(self, nodeid: str) -> Status:
         """Whether an exact node id names an item: present, absent, or not knowable here."""
         item = self._by_id.get(nodeid)
@@ -176,6 +197,242 @@ class Inventory:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Inventory:
         return cls(InventoryItem.from_json(d) for d in data.get("items", ()))
+
+
+def value_counts(ids: Iterable[str]) -> dict[str, int]:
+    """See ``Inventory.param_value_counts``."""
+    pieces: list[str] = []
+    for tid in ids:
+        b = tid.find("[")
+        if b > 0 and tid.endswith("]"):
+            pieces.extend(set(tid[b + 1:-1].replace("=", "-").split("-")))
+    return dict(Counter(pieces))  # counting one flat list runs in C
+
+
+def split_params(params: str) -> list[tuple[str | None, str]]:
+    """``a=x-tp4`` -> ``[("a", "x"), (None, "tp4")]``: pytest joins ids with ``-``."""
+    out: list[tuple[str | None, str]] = []
+    for part in params.split("-"):
+        name, eq, value = part.partition("=")
+        out.append((name, value) if eq else (None, part))
+    return out
+
+
+def params_with_value(ids: Iterable[str], value: str) -> list[tuple[str, str | None]]:
+    """See ``Inventory.params_with_value``: a substring test first, then an exact check."""
+    found: list[tuple[str, str | None]] = []
+    for tid in ids:
+        if value not in tid:
+            continue
+        b = tid.find("[")
+        if b < 0 or not tid.endswith("]"):
+            continue
+        found += [(tid, name) for name, v in split_params(tid[b + 1:-1]) if v == value]
+    return found
+
+
+class ValueIndex:
+    """Parameter value -> ``(id, parameter name)`` pairs, for ``params_with_value`` without a
+    scan. Kept as one marshalled blob per value of (positions in ``ids``, names): positions
+    and shared names keep it a fraction of the ids' size, and only asked-for values are read.
+    Dropping and adding ids (a change's own test files) leaves the blobs as they are."""
+
+    __slots__ = ("_blobs", "_extra", "_gone", "_ids")
+
+    def __init__(self, ids: list[str], blobs: dict[str, bytes],
+                 gone: frozenset[str] = frozenset(),
+                 extra: dict[str, list[tuple[str, str | None]]] | None = None) -> None:
+        self._ids, self._blobs, self._gone, self._extra = ids, blobs, gone, extra or {}
+
+    @classmethod
+    def build(cls, ids: list[str]) -> ValueIndex:
+        found: dict[str, tuple[list[int], list[str | None]]] = {}
+        for pos, tid in enumerate(ids):
+            b = tid.find("[")
+            if b > 0 and tid.endswith("]"):
+                for name, v in split_params(tid[b + 1:-1]):
+                    where, names = found.setdefault(v, ([], []))
+                    where.append(pos)
+                    names.append(sys.intern(name) if name is not None else None)
+        return cls(ids, {v: marshal.dumps(p) for v, p in found.items()})
+
+    def get(self, value: str) -> list[tuple[str, str | None]]:
+        out: list[tuple[str, str | None]] = []
+        blob = self._blobs.get(value)
+        if blob:
+            where, names = marshal.loads(blob)
+            ids, gone = self._ids, self._gone
+            out = [(ids[p], n) for p, n in zip(where, names, strict=True)
+                   if not gone or ids[p] not in gone]
+        return out + self._extra.get(value, [])
+
+    def without(self, dropped: set[str], added: list[str]) -> ValueIndex:
+        extra: dict[str, list[tuple[str, str | None]]] = {}
+        for v, pairs in self._extra.items():
+            extra[v] = [p for p in pairs if p[0] not in dropped]
+        for tid in added:
+            b = tid.find("[")
+            if b > 0 and tid.endswith("]"):
+                for name, v in split_params(tid[b + 1:-1]):
+                    extra.setdefault(v, []).append((tid, name))
+        return ValueIndex(self._ids, self._blobs, self._gone | dropped, extra)
+
+    def state(self) -> tuple[list[str], dict[str, bytes]]:
+        if self._gone or self._extra:  # not the cached form: index what it holds now
+            ids = [i for i in self._ids if i not in self._gone]
+            ids += dict.fromkeys(t for ps in self._extra.values() for t, _ in ps)
+            return ValueIndex.build(ids).state()
+        return self._ids, self._blobs
+
+
+def _row(i: InventoryItem) -> tuple[Any, ...]:
+    return (i.nodeid, i.file, i.line, i.function, i.classes, i.params, i.markers, i.keywords,
+            i.indeterminate, i.source, i.path)
+
+
+class PackedInventory(Inventory):
+    """An inventory kept as one marshalled blob per file (the whole-inventory cache's form).
+
+    Its ids, files and value counts are known at once; a file's items are built when first
+    asked for. Building all 100,000+ items of a large checkout costs more than the rest of an
+    audit, which looks at the few hundred files that import the changed code. Anything that
+    needs every item (iteration, ``by_function``, ``status``) builds them all, once.
+    """
+
+    __slots__ = ("_counts", "_full", "_ids_list", "_idset", "_loaded", "_odd", "_packed",
+                 "_values")
+
+    def __init__(self, packed: dict[str, bytes], ids: list[str],
+                 placeholders: Iterable[InventoryItem], counts: dict[str, int],
+                 values: ValueIndex, odd: dict[str, str] | None = None) -> None:
+        self._packed = packed  # file -> marshal of its item rows, in inventory order
+        self._ids_list = ids
+        self._idset: set[str] | None = None
+        self._counts = counts
+        self._values = values
+        self._odd = odd or {}  # node id -> file, where the id does not start with `file::`
+        self._loaded: dict[str, tuple[InventoryItem, ...]] = {}
+        self._full = False
+        self._placeholders = tuple(placeholders)
+        self._bases = self._functions = self._files = None
+
+    # -- the cache form ---------------------------------------------------------------------
+    @classmethod
+    def pack(cls, inv: Inventory) -> PackedInventory:
+        if isinstance(inv, PackedInventory):
+            return inv
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        odd = {}
+        for i in inv:
+            rows.setdefault(i.file, []).append(_row(i))
+            if not i.nodeid.startswith(i.file + "::"):
+                odd[i.nodeid] = i.file
+        ids = inv.ids()
+        return cls({f: marshal.dumps(r) for f, r in rows.items()}, ids, inv.placeholders(),
+                   value_counts(ids), ValueIndex.build(ids), odd)
+
+    def state(self) -> tuple[Any, ...]:
+        """Plain data (marshal can write it) that ``from_state`` turns back into this."""
+        value_ids, blobs = self._values.state()
+        return (self._packed, self._ids_list, [_row(p) for p in self._placeholders],
+                self._counts, value_ids if value_ids != self._ids_list else None, blobs,
+                self._odd)
+
+    @classmethod
+    def from_state(cls, state: tuple[Any, ...]) -> PackedInventory:
+        packed, ids, placeholders, counts, value_ids, blobs, odd = state
+        return cls(packed, ids, [InventoryItem(*r) for r in placeholders], counts,
+                   ValueIndex(ids if value_ids is None else value_ids, blobs), odd)
+
+    # -- lazily built -------------------------------------------------------------------------
+    def by_file(self, file: str) -> tuple[InventoryItem, ...]:
+        got = self._loaded.get(file)
+        if got is None:
+            blob = self._packed.get(file)
+            got = tuple(InventoryItem(*r) for r in marshal.loads(blob)) if blob else ()
+            self._loaded[file] = got
+        return got
+
+    def get(self, nodeid: str) -> InventoryItem | None:
+        file = self._odd.get(nodeid) or nodeid.split("::", 1)[0]
+        for i in self.by_file(file):
+            if i.nodeid == nodeid:
+                return i
+        return None
+
+    def by_base(self, base: str) -> tuple[InventoryItem, ...]:
+        return tuple(i for i in self.by_file(base.split("::", 1)[0]) if i.base == base)
+
+    def __contains__(self, nodeid: object) -> bool:
+        if self._idset is None:
+            self._idset = {*self._ids_list, *(p.nodeid for p in self._placeholders)}
+        return nodeid in self._idset
+
+    def __len__(self) -> int:
+        return len(self._ids_list) + len(self._placeholders)
+
+    def files(self) -> tuple[str, ...]:
+        return tuple(self._packed)
+
+    def ids(self) -> list[str]:
+        return list(self._ids_list)
+
+    def param_value_counts(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def params_with_value(self, value: str) -> list[tuple[str, str | None]]:
+        return self._values.get(value)
+
+    def without_files(self, files: set[str], added: Iterable[InventoryItem] = ()) -> Inventory:
+        """Counts are adjusted by the dropped and added files alone: nothing else is built."""
+        new = Inventory(added)
+        gone = [i.nodeid for f in files for i in self.by_file(f) if not i.is_placeholder]
+        counts = Counter(self._counts)
+        counts.subtract(value_counts(gone))
+        counts.update(new.param_value_counts())
+        both = PackedInventory.pack(new)
+        packed = {f: b for f, b in self._packed.items() if f not in files}
+        packed.update(both._packed)
+        dropped = set(gone)
+        ids = [i for i in self._ids_list if i not in dropped] + both._ids_list
+        placeholders = [p for p in self._placeholders if p.file not in files]
+        odd = {k: v for k, v in self._odd.items() if v not in files}
+        return PackedInventory(packed, ids, [*placeholders, *both._placeholders],
+                               {k: v for k, v in counts.items() if v > 0},
+                               self._values.without(dropped, both._ids_list),
+                               {**odd, **both._odd})
+
+    # -- everything else needs every item -----------------------------------------------------
+    def _all(self) -> None:
+        if not self._full:
+            items = [i for f in self._packed for i in self.by_file(f)]
+            self._by_id = {i.nodeid: i for i in items}
+            self._items = tuple(items)
+            self._full = True
+
+    def __iter__(self) -> Iterator[InventoryItem]:
+        self._all()
+        return super().__iter__()
+
+    @property
+    def items(self) -> tuple[InventoryItem, ...]:
+        self._all()
+        return self._items
+
+    def by_function(self, function: str) -> tuple[InventoryItem, ...]:
+        self._all()
+        return super().by_function(function)
+
+    def status(self, nodeid: str) -> Status:
+        self._all()
+        return super().status(nodeid)
+
+    def to_json(self) -> dict[str, Any]:
+        self._all()
+        return super().to_json()
+
+    def __repr__(self) -> str:
+        return f"Inventory({len(self)} items, {len(self._packed)} files)"
 
 
 def merge(static: Inventory, collected: Inventory) -> Inventory:

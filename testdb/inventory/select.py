@@ -105,25 +105,27 @@ def select(inv: Inventory, paths: Iterable[str], *, keyword: str | None = None,
     kexpr = _compile(keyword, "-k", loc)
     mexpr = _compile(markexpr, "-m", loc)
     specs = [p for p in paths if p]
-    out: list[InventoryItem] = []
-    for item in _candidates(inv, specs):
-        if not any(_under(item, spec) for spec in specs):
-            continue
-        if any(item.file == p or item.file.startswith(p + "/") for p in ignore):
-            continue
-        if any(fnmatch.fnmatch(item.file, g) for g in ignore_glob):
-            continue
-        if any(_deselected(item, d) for d in deselect):
-            continue
-        if item.is_placeholder:
-            out.append(item)
-            continue
-        if kexpr is not None and not kexpr.evaluate(_KeywordMatcher(item.keywords)):
-            continue
-        if mexpr is not None and not mexpr.evaluate(_MarkMatcher(item.markers)):
-            continue
-        out.append(item)
-    return out
+    return [item for item in _candidates(inv, specs)
+            if _selects(item, specs, kexpr, mexpr, ignore, ignore_glob, deselect)]
+
+
+def _selects(item: InventoryItem, specs: Sequence[str], kexpr: Expression | None,
+             mexpr: Expression | None, ignore: Sequence[str], ignore_glob: Sequence[str],
+             deselect: Sequence[str]) -> bool:
+    """Whether pytest, given these paths and options, runs ``item`` (placeholders: may run)."""
+    if not any(_under(item, spec) for spec in specs):
+        return False
+    if any(item.file == p or item.file.startswith(p + "/") for p in ignore):
+        return False
+    if any(fnmatch.fnmatch(item.file, g) for g in ignore_glob):
+        return False
+    if any(_deselected(item, d) for d in deselect):
+        return False
+    if item.is_placeholder:
+        return True
+    if kexpr is not None and not kexpr.evaluate(_KeywordMatcher(item.keywords)):
+        return False
+    return mexpr is None or mexpr.evaluate(_MarkMatcher(item.markers))
 
 
 def _candidates(inv: Inventory, specs: list[str]) -> Iterable[InventoryItem]:
@@ -232,10 +234,17 @@ class SelectionIndex:
 
     def lines_for(self, item: InventoryItem) -> list[Entry]:
         if item.nodeid not in self._memo:
-            one = Inventory([item])
             parts = item.file.split("/")
             found = [entry for depth in range(1, len(parts) + 1)
                      for entry in self._by_path.get("/".join(parts[:depth]), ())
-                     if select_unittest(entry, one)]
+                     if _selects_one(entry, item)]
             self._memo[item.nodeid] = found
         return self._memo[item.nodeid]
+
+
+def _selects_one(entry: Entry, item: InventoryItem) -> bool:
+    """``select_unittest(entry, Inventory([item]))``, without building an inventory."""
+    sel = _selection_of(entry.test)
+    return _selects(item, [p for p in sel.paths if p], _compile(sel.keyword, "-k", entry.loc),
+                    _compile(sel.markexpr, "-m", entry.loc), sel.ignore, sel.ignore_glob,
+                    sel.deselect)

@@ -156,7 +156,7 @@ def test_records_round_trip_and_damage(tmp_path: Path) -> None:
             t.close()
             assert t.meta == b"meta"
             assert sum(g is None for g in got) == 1 and all(
-                g == r for g, r in zip(got, recs) if g is not None)
+                g == r for g, r in zip(got, recs, strict=True) if g is not None)
     for cut in (0, 5, 20, 60, len(blob) - 1):
         Path(path).write_bytes(blob[:cut])
         t = Records.open(path)

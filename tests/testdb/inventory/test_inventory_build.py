@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,40 @@ def test_cache_hits_and_invalidation(checkout: Path, tmp_path: Path,
     target.write_text("def test_e2e_renamed():\n    pass\n")
     again = build_static(str(checkout), cache=store)
     assert "test_e2e.py::test_e2e_renamed" in again and "test_e2e.py::test_e2e" not in again
+
+
+@pytest.mark.parametrize("racy", [True, False], ids=["right-after", "later"])
+def test_the_stamp_notices_every_change(checkout: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch, racy: bool) -> None:
+    """A warm build trusts the stat stamp (no walk, no read); any change to the test tree,
+    right after the stamp (racily clean: content hashed) or later (stat alone), is seen."""
+    from testdb import stamp
+
+    if not racy:
+        monkeypatch.setattr(stamp, "RACY_NS", -10**12)
+    store = FileCache(tmp_path / "cache")
+    build_static(str(checkout), cache=store)
+    if not racy:
+        def no_walk(*args: object, **kwargs: object) -> None:
+            raise AssertionError("listed or read the test files although the stamp holds")
+
+        with monkeypatch.context() as m:
+            m.setattr(build, "find_test_files", no_walk)
+            assert len(build_static(str(checkout), cache=store)) == 6
+    defs = checkout / "tests/integration/defs"
+    changes = [
+        lambda: (defs / "test_e2e.py").write_text("def test_e2f():\n    pass\n"),  # same size
+        lambda: (defs / "deeper" / "sub").mkdir(parents=True),
+        lambda: (defs / "deeper/sub/test_new.py").write_text("def test_new():\n    pass\n"),
+        lambda: (defs / "accuracy/test_llm_api_pytorch.py").unlink(),
+        lambda: (checkout / "tests/unittest/llmapi").rename(checkout / "tests/unittest/llmapi2"),
+    ]
+    for change in changes:
+        time.sleep(0.03)  # past a coarse file-system clock's tick
+        change()
+        got = build_static(str(checkout), cache=store)
+        want = build_static(str(checkout), cache=False)
+        assert sorted(i.nodeid for i in got) == sorted(i.nodeid for i in want)
 
 
 def test_corrupt_cache_entry_is_a_miss(checkout: Path, tmp_path: Path) -> None:

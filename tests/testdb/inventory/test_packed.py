@@ -1,0 +1,98 @@
+"""The packed inventory (the whole-inventory cache's form) answers exactly as the eager one."""
+
+from __future__ import annotations
+
+import marshal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testdb.inventory import Inventory, build_static, scan_source
+from testdb.inventory.model import PackedInventory, value_counts
+
+REPO = Path(__file__).resolve().parents[3]
+
+CHANGED = '''
+import pytest
+
+@pytest.mark.parametrize("attn_backend", ["TRTLLM", "FLASHINFER", "NEWBACKEND"])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_changed(attn_backend, tp):
+    pass
+'''
+
+
+@pytest.fixture(scope="module")
+def eager(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    """A few dozen synthetic modules, built without any cache (so: not packed)."""
+    root = tmp_path_factory.mktemp("synthetic")
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_synthetic_tests.py"),
+                    str(root), "--files", "40"], check=True, capture_output=True)
+    inv = build_static(str(root), cache=False)
+    assert not isinstance(inv, PackedInventory) and len(inv) > 1000
+    return inv
+
+
+def packed_from(inv: Inventory) -> PackedInventory:
+    """Packed, written and read back as the cache does."""
+    state = marshal.loads(marshal.dumps(PackedInventory.pack(inv).state()))
+    return PackedInventory.from_state(state)
+
+
+def values_of(inv: Inventory) -> set[str]:
+    return set(value_counts(inv.ids())) | {"no-such-value"}
+
+
+def assert_same(packed: Inventory, eager: Inventory) -> None:
+    assert len(packed) == len(eager)
+    assert sorted(packed.ids()) == sorted(eager.ids())
+    assert set(packed.files()) == set(eager.files())
+    assert packed.placeholders() == eager.placeholders()
+    assert packed.param_value_counts() == eager.param_value_counts()
+    for v in values_of(eager):
+        assert sorted(packed.params_with_value(v)) == sorted(eager.params_with_value(v)), v
+    for f in eager.files():
+        assert packed.by_file(f) == eager.by_file(f)
+    for item in eager:
+        assert packed.get(item.nodeid) == item and item.nodeid in packed
+        assert packed.by_base(item.base) == eager.by_base(item.base)
+    assert packed.get("no/such.py::test_x") is None and "no/such.py::test_x" not in packed
+    # what needs every item builds them all, and agrees too
+    assert sorted(i.nodeid for i in packed) == sorted(i.nodeid for i in eager)
+    for item in list(eager)[::50]:
+        assert packed.status(item.nodeid) == eager.status(item.nodeid)
+        assert packed.by_function(item.function) == eager.by_function(item.function)
+
+
+def test_packed_agrees_with_eager(eager: Inventory) -> None:
+    assert_same(packed_from(eager), eager)
+
+
+def test_dropping_and_adding_files_agrees(eager: Inventory) -> None:
+    files = list(eager.files())
+    stale = {files[0], files[3], files[-1]}
+    added = [*scan_source(CHANGED, files[0]), *scan_source(CHANGED, "brand/new/test_file.py")]
+    packed = packed_from(eager).without_files(stale, added)
+    want = eager.without_files(stale, added)
+    assert_same(packed, want)
+    assert {t for t, _ in packed.params_with_value("NEWBACKEND")} == {
+        i.nodeid for i in added if "NEWBACKEND" in i.nodeid}
+    # twice over, and back to the cache form
+    again = packed.without_files({"brand/new/test_file.py"})
+    assert_same(again, want.without_files({"brand/new/test_file.py"}))
+    assert_same(packed_from(again), want.without_files({"brand/new/test_file.py"}))
+
+
+def test_a_warm_build_is_packed_and_agrees(eager: Inventory, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "tree"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "gen_synthetic_tests.py"),
+                    str(root), "--files", "40"], check=True, capture_output=True)
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(tmp_path / "cache"))
+    cold = build_static(str(root))
+    warm = build_static(str(root))
+    assert isinstance(warm, PackedInventory)
+    assert_same(warm, cold)
+    assert_same(warm, eager)  # the generator is deterministic
