@@ -38,7 +38,7 @@ from tests.fuzz import fuzzkit
 # How often each format is picked, and the share of cases that go through the CLI.
 WEIGHTS = {"testdb_yaml": 16, "qa_yaml": 8, "qa_list": 10, "waives": 8, "stages_yaml": 8,
            "groovy": 10, "triggers": 5, "durations": 7, "diff": 12, "coverage": 6,
-           "audit_json": 12, "cache": 4}
+           "audit_json": 12, "results_json": 8, "cache": 4}
 CLI_SHARE = 0.35
 
 

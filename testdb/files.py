@@ -97,13 +97,14 @@ def write_text_atomic(path: str, text: str) -> None:
 _SEAL = b"testdb-cache\0"
 
 
-def write_cache(path: str, payload: bytes, *, keep: int = 8) -> None:
+def write_cache(path: str, payload: bytes, *, keep: int | None = 8) -> None:
     """A cache file: magic, sha256 of the payload, payload; written atomically. A cache that
     cannot be written only costs speed, so failures are ignored. Of the files of this kind
-    (same name up to the first ``-``), the ``keep`` newest stay."""
+    (same name up to the first ``-``), the ``keep`` newest stay (None: no pruning)."""
     with contextlib.suppress(OSError):
         write_bytes_atomic(path, _SEAL + hashlib.sha256(payload).digest() + payload)
-        prune(path, keep)
+        if keep is not None:
+            prune(path, keep)
 
 
 def prune(path: str, keep: int) -> None:

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from testdb.errors import InputError
-from testdb.files import write_text_atomic
+from testdb.errors import InputError, SourceLoc
+from testdb.files import read_text, write_text_atomic
 
 RESULTS_SCHEMA = "testdb-audit/run-results@1"
 RESULTS_FILE = "results.json"
@@ -233,8 +233,11 @@ def result_from_dict(data: Mapping[str, Any]) -> RunResult:
             returncode=None if data.get("returncode") is None else int(data["returncode"]),
             detail=str(data.get("detail", "")),
         )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"malformed run result {dict(data)!r}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        shown = repr(dict(data))
+        shown = shown if len(shown) <= 200 else shown[:200] + "...}"
+        raise InputError(f"malformed run result {shown}: {type(exc).__name__}: "
+                         f"{str(exc)[:200]}") from None
 
 
 def write_results(results: RunResults, path: Path | None = None) -> Path:
@@ -254,22 +257,34 @@ def read_results(path: Path) -> RunResults:
     """Read a results file; a directory means its ``results.json``."""
     if path.is_dir():
         path = path / RESULTS_FILE
+    text = read_text(str(path))  # clear errors for a missing, binary or non-UTF-8 file
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read run results: {exc.strerror}") from exc
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON: {exc}") from exc
+        raise InputError(f"not JSON: {exc.msg}", SourceLoc(str(path), exc.lineno),
+                         "give the results.json a launch wrote") from None
+    except ValueError:  # an integer of thousands of digits
+        raise InputError("a number is too long to read", SourceLoc(str(path), 1)) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply to be run results",
+                         SourceLoc(str(path), 1)) from None
+    loc = SourceLoc(str(path))
     if not isinstance(doc, dict) or doc.get("schema") != RESULTS_SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise InputError(f"{path}: not a run-results file (schema {found!r})",
-                         hint=f"expected schema {RESULTS_SCHEMA!r}")
+        found = found if isinstance(found, (str, type(None))) else type(found).__name__
+        raise InputError(f"not a run-results file (schema {str(found)[:100]!r})", loc,
+                         f"expected schema {RESULTS_SCHEMA!r}")
     rows = doc.get("results")
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise InputError(f"{path}: 'results' must be a list of objects")
+        raise InputError("'results' must be a list of objects", loc)
+    results = []
+    for i, row in enumerate(rows):
+        try:
+            results.append(result_from_dict(row))
+        except InputError as exc:
+            raise InputError(f"results[{i}]: {exc.bare}", loc, exc.hint) from None
     return RunResults(run_dir=str(doc.get("run_dir", str(path.parent))),
-                      results=tuple(result_from_dict(r) for r in rows),
-                      interrupted=bool(doc.get("interrupted", False)))
+                      results=tuple(results), interrupted=bool(doc.get("interrupted", False)))
 
 
 @dataclass(frozen=True)

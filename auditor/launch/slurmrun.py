@@ -19,7 +19,8 @@ from auditor.launch.model import (
     write_results,
 )
 from auditor.launch.slurmconfig import SlurmConfig
-from testdb.errors import InputError
+from testdb.errors import InputError, SourceLoc
+from testdb.files import read_text
 
 STATE_SCHEMA = "testdb-audit/slurm-state@1"
 STATE_FILE = "slurm-state.json"
@@ -72,13 +73,15 @@ def save_state(run: SlurmRun) -> Path:
 
 def load_state(run_dir: Path) -> SlurmRun:
     path = Path(run_dir) / STATE_FILE
+    if not path.is_file():
+        raise InputError(f"{path}: no Slurm run here",
+                         hint="pass the run directory that `launch --backend slurm` wrote")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: no Slurm run here ({exc.strerror})",
-                         hint="pass the run directory that submit() wrote") from exc
+        doc = json.loads(read_text(str(path)))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON: {exc}") from exc
+        raise InputError(f"not JSON: {exc.msg}", SourceLoc(str(path), exc.lineno)) from None
+    except (ValueError, RecursionError):  # a number of thousands of digits; deep nesting
+        raise InputError("not a Slurm run state file", SourceLoc(str(path), 1)) from None
     if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA:
         raise InputError(f"{path}: not a Slurm run state file",
                          hint=f"expected schema {STATE_SCHEMA!r}")
@@ -89,5 +92,6 @@ def load_state(run_dir: Path) -> SlurmRun:
                      for j in doc["jobs"])
         return SlurmRun(str(doc["run_dir"]), SlurmConfig.from_dict(doc.get("config", {})), jobs,
                         doc.get("accounting"))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise InputError(f"{path}: malformed Slurm run state: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise InputError(f"malformed Slurm run state: {type(exc).__name__}: {str(exc)[:200]}",
+                         SourceLoc(str(path), 1)) from None

@@ -7,11 +7,11 @@ import json
 import os
 from pathlib import Path
 
-from testdb.files import write_bytes_atomic
+from testdb.files import read_cache, write_cache
 from testdb.inventory.groups import Group, from_json, to_json
 
 # Bump when the scanner's output for the same input changes.
-SCHEMA = 2
+SCHEMA = 3
 
 
 def default_cache_dir() -> Path:
@@ -42,17 +42,16 @@ class FileCache:
         return os.path.join(self._root, key[:2], f"{key}.json")
 
     def get(self, key: str) -> list[Group] | None:
+        """The entry, or None when missing or damaged (sealed like every cache file, so a
+        flipped byte is a miss, not a wrong inventory)."""
+        payload = read_cache(self._path(key))
         try:
-            with open(self._path(key), "rb") as f:
-                return from_json(json.loads(f.read()))
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            return from_json(json.loads(payload)) if payload is not None else None
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             return None
 
     def put(self, key: str, groups: list[Group]) -> None:
-        target = self._path(key)
-        try:
-            # One write of the whole text: json.dump to a file writes piece by piece (slow).
-            data = json.dumps(to_json(groups), separators=(",", ":")).encode()
-            write_bytes_atomic(target, data)
-        except OSError:
-            pass  # a cache that cannot be written only costs time
+        # Written by scanning workers in parallel: one small file per scanned file, never
+        # pruned (the whole-inventory cache is what a warm build reads).
+        write_cache(self._path(key), json.dumps(to_json(groups), separators=(",", ":")).encode(),
+                    keep=None)

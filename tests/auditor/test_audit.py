@@ -307,3 +307,42 @@ def test_bad_rules_file_is_a_clear_error(run_cli, repo: Path) -> None:  # type: 
     commit(repo)
     res = run_cli("--root", str(repo), "audit", "--base", "HEAD~1", "--head", "HEAD")
     assert res.code == 2 and "ci/audit-rules.yml:2" in res.err and "Traceback" not in res.err
+
+
+def test_module_tier_counts_every_guard_not_only_the_shown_ones(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A module-tier verdict covers all its guards, though the JSON shows 50: here 60
+    pre-merge unit-test guards (shown first) and 3 integration guards that run only post-merge.
+    The thin-guard finding must count those 3 (it once counted only the shown 50: none)."""
+    root = tmp_path / "repo"
+    units = ", ".join(str(i) for i in range(60))
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def f(x):\n    return x + 1\n",
+        "tests/unittest/test_units.py":
+            f"import pytest\nimport pkg.core\n\n\n@pytest.mark.parametrize('n', [{units}])\n"
+            "def test_unit(n):\n    assert n >= 0\n",
+        "tests/integration/defs/test_integ.py":
+            "import pytest\nimport pkg.core\n\n\n@pytest.mark.parametrize('n', [1, 2, 3])\n"
+            "def test_big(n):\n    assert n\n",
+        "tests/integration/test_lists/test-db/l0_a10.yml":
+            "l0_a10:\n- condition:\n    terms:\n      stage: pre_merge\n  tests:\n"
+            "  - unittest/test_units.py\n- condition:\n    terms:\n      stage: post_merge\n"
+            "  tests:\n  - test_integ.py::test_big\n",
+        "ci/stages.yml":
+            "stages:\n- {name: A10-PyTorch-1, platform: a10, context: l0_a10}\n"
+            "- {name: A10-PyTorch-Post-Merge-1, platform: a10, context: l0_a10}\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "base")
+    edit(root, "pkg/core.py", "x + 1", "x + 2")
+    commit(root)
+    code, data = audit(run_cli, root)
+    b = behaviour(data, "f")
+    assert (b["tier"], b["verdict"], code) == ("module", "pre-merge", 0)
+    assert b["guard_counts"]["module"] == 63 and len(b["guards"]["module"]) == 50
+    assert b["pre_merge_guard_count"] == 60 and len(b["pre_merge_guards"]) == 50
+    [thin] = [f for f in data["findings"] if f["rule"] == "thin-pre-merge-guard"]
+    assert "its 3 integration guard(s)" in thin["message"] and len(thin["guards"]) == 50

@@ -35,6 +35,9 @@ DATA = os.path.join(REPO, "data", "trtllm")
 EXAMPLE = os.path.join(REPO, "examples", "flashinfer-reuse")
 GROOVY_FIXTURE = os.path.join(REPO, "tests", "testdb", "fixtures", "groovy", "L0_Test.groovy")
 AUDIT_FIXTURE = os.path.join(REPO, "tests", "reports", "fixtures", "flashinfer-audit.json")
+# Launch results written by real runs on H200s (docs/gpu-verification.md).
+RESULTS_FIXTURES = tuple(os.path.join(REPO, "docs", "gpu-run", f"results-{n}.json")
+                         for n in ("every-test", "all-gpus", "one-gpu"))
 
 TESTDB_DIR = "tests/integration/test_lists/test-db"
 QA_DIR = "tests/integration/test_lists/qa"
@@ -112,6 +115,11 @@ def formats() -> dict[str, Format]:
                 ("launch", "--from", "{file}", "--dry-run"),
                 ("launch", "--from", "{file}", "--dry-run", "--format", "json"),
                 ("report", "--html", "{out}", "--audit", "{file}")), json=True),
+        Format("results_json", RESULTS_FIXTURES, "fuzz-results.json",
+               (("comment", "--audit", AUDIT_FIXTURE, "--results", "{file}"),
+                ("comment", "--audit", AUDIT_FIXTURE, "--results", "{file}", "--format", "json"),
+                ("report", "--html", "{out}", "--audit", AUDIT_FIXTURE, "--results", "{file}")),
+               json=True),
     )}
 
 
@@ -952,6 +960,18 @@ def p_audit_json(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, s
     return "ok", ""
 
 
+def p_results_json(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, str]:
+    from reports.comment import render_comment
+    from reports.inputs import read_audit, read_results
+
+    path = os.path.join(ws.out, "fuzz-results.json")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    rows = read_results(path)
+    render_comment(read_audit(AUDIT_FIXTURE), results=rows)
+    return "ok", ""
+
+
 PARSERS: dict[str, Callable[[bytes, Workspace, random.Random], tuple[str, str]]] = {
     "testdb_yaml": p_testdb,
     "qa_yaml": lambda d, ws, r: p_testdb(d, ws, r, kind="qa"),
@@ -964,6 +984,7 @@ PARSERS: dict[str, Callable[[bytes, Workspace, random.Random], tuple[str, str]]]
     "diff": p_diff,
     "coverage": p_coverage,
     "audit_json": p_audit_json,
+    "results_json": p_results_json,
     "cache": p_cache,
 }
 
@@ -973,7 +994,7 @@ def run_parser(fmt: Format, data: bytes, ws: Workspace, rng: random.Random) -> t
     from testdb.errors import TestDbError
 
     names = ("fuzz", "l0_", "stages", "L0_Test", "waives", "durations", "pr-triggers",
-             "coverage", "audit", "llm_function")
+             "coverage", "audit", "llm_function", "results")
     try:
         return PARSERS[fmt.name](data, ws, rng)
     except TestDbError as exc:

@@ -236,6 +236,29 @@ def test_status_without_a_run_is_an_input_error(tmp_path: Path) -> None:
         status(tmp_path, runner=FakeSlurm(tmp_path))
 
 
+@pytest.mark.parametrize("content", [
+    b"\xfe\xff not utf-8", b"{not json", b"[" * 100_000, b'{"schema": ' + b"9" * 5000 + b"}",
+    b'{"schema": "x"}', b"{}", b"\x00\x01",
+], ids=["bytes", "broken", "deep", "huge-int", "schema", "empty", "binary"])
+def test_a_damaged_state_file_is_a_clear_error(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / STATE_FILE).write_bytes(content)
+    with pytest.raises(InputError) as info:
+        load_state(tmp_path)
+    assert STATE_FILE in str(info.value)
+
+
+@pytest.mark.parametrize("content", [
+    b"\xfe\xff", b"[" * 100_000, b'{"schema": ' + b"9" * 5000 + b"}",
+    b'{"schema": "testdb-audit/run-results@1", "results": [{"key": "k", "test_id": "t", '
+    b'"outcome": "passed", "backend": "local", "returncode": 1e999}]}',
+], ids=["bytes", "deep", "huge-int", "infinite-returncode"])
+def test_a_damaged_results_file_is_a_clear_error(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / "results.json").write_bytes(content)
+    with pytest.raises(InputError) as info:
+        read_results(tmp_path)
+    assert "results.json" in str(info.value)
+
+
 def test_preempted_job_is_requeued_once_then_judged(tmp_path: Path) -> None:
     plans = {"lucky": Plan(final="PREEMPTED", then=Plan()),
              "unlucky": Plan(final="PREEMPTED", then=Plan(final="PREEMPTED"))}

@@ -11,6 +11,7 @@ from inventory_suites import write_tree
 
 from testdb.errors import InputError
 from testdb.inventory import build, build_static, find_test_files
+from testdb.files import write_cache
 from testdb.inventory.cache import FileCache, default_cache_dir
 
 CHECKOUT = {
@@ -131,9 +132,22 @@ def test_the_stamp_notices_every_change(checkout: Path, tmp_path: Path,
 def test_corrupt_cache_entry_is_a_miss(checkout: Path, tmp_path: Path) -> None:
     store = FileCache(tmp_path / "cache")
     first = build_static(str(checkout), cache=store)
-    for entry in (tmp_path / "cache").rglob("*.json"):
-        entry.write_text("{not json")
-    assert build_static(str(checkout), cache=store).items == first.items
+    entries = list((tmp_path / "cache").rglob("*.json"))
+    damages = [
+        lambda p: p.write_text("{not json"),
+        lambda p: p.write_bytes(p.read_bytes()[:-3]),  # cut short: the seal no longer holds
+        # well sealed, but nested too deep for json, or of the wrong shape
+        lambda p: write_cache(str(p), b"[" * 100_000 + b"]" * 100_000, keep=None),
+        lambda p: write_cache(str(p), b'[{"a": 1}]', keep=None),
+    ]
+    for damage in damages:
+        for entry in entries:
+            damage(entry)
+        for whole in (tmp_path / "cache").glob("whole-*"):
+            whole.unlink()  # so the per-file entries are read
+        for stamp in (tmp_path / "cache").glob("stamp-*"):
+            stamp.unlink()
+        assert build_static(str(checkout), cache=store).items == first.items
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
