@@ -257,7 +257,10 @@ def read_results(path: Path) -> RunResults:
     """Read a results file; a directory means its ``results.json``."""
     if path.is_dir():
         path = path / RESULTS_FILE
-    text = read_text(str(path))  # clear errors for a missing, binary or non-UTF-8 file
+    if not path.exists():
+        raise InputError("cannot read run results: no such file", SourceLoc(str(path)),
+                         "give the results.json (or the run directory) `testdb launch` wrote")
+    text = read_text(str(path))  # clear errors for an unreadable, binary or non-UTF-8 file
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
