@@ -5,8 +5,9 @@ TensorRT-LLM's size (>= 2,000 test files, >= 100,000 parametrizations).
 
 Builds a git repository in a temp dir: data/trtllm's test plan, the synthetic tests from
 gen_synthetic_tests.py, and a synthetic source package whose modules the tests import; commits a
-change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled), and
-prints medians. Target: warm audit <= 2 s.
+change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled; new
+head: the caches of the last head, and a new commit that changes 3 test files, as each push of
+a PR does), and prints medians. Target: warm audit <= 2 s.
 """
 
 from __future__ import annotations
@@ -73,14 +74,22 @@ def change(root: Path, functions: int) -> None:
     git(root, "commit", "-qam", f"change {functions} function(s) in each of 20 files")
 
 
-def audit_once(root: Path, cache: str) -> float:
+def touch_tests(root: Path, step: int, n: int = 3) -> None:
+    """Commit a new head that also renames a test in ``n`` test files (a new PR push)."""
+    tests = sorted((root / "tests" / "integration" / "defs").rglob("test_*.py"))
+    for t in tests[step * n:(step + 1) * n]:
+        t.write_text(t.read_text().replace("def test_", f"def test_s{step}_", 1))
+    git(root, "commit", "-qam", f"push {step}: {n} test files changed")
+
+
+def audit_once(root: Path, cache: str, base: str = "HEAD~1") -> float:
     env = {**os.environ, "TESTDB_CACHE_DIR": cache}
     # An installed tool has its bytecode cached; recompiling every module on every start (as a
     # shell with PYTHONDONTWRITEBYTECODE makes it) is not what users pay.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "reports", "--root", str(root), "audit",
-                           "--base", "HEAD~1", "--head", "HEAD", "--format", "json"],
+                           "--base", base, "--head", "HEAD", "--format", "json"],
                           capture_output=True, env=env, cwd=REPO)
     elapsed = time.perf_counter() - t
     if proc.returncode not in (0, 1):
@@ -102,7 +111,7 @@ def main() -> None:
               "the full corpus lists; audits of a 20-file change, as a subprocess")
         for functions in (1, 10):
             if functions != 1:
-                git(root, "reset", "-q", "--hard", "HEAD~1")
+                git(root, "reset", "-q", "--hard", "HEAD~1")  # back to base
             change(root, functions)
             cold = [audit_once(root, str(Path(tmp) / f"cold-{functions}-{i}"))
                     for i in range(max(1, args.runs // 2))]
@@ -114,6 +123,16 @@ def main() -> None:
             print(f"  cold (no caches): median {statistics.median(cold):.2f} s over {len(cold)}")
             print(f"  warm (caches)   : median {med:.2f} s over {len(warm)}"
                   f"  [{', '.join(f'{x:.2f}' for x in warm)}]; target 2.00 s: {med / 2:.2f}x")
+            if functions == 1:
+                # A new push of the same PR: caches of the last head, 3 more test files changed.
+                pushes = []
+                for step in range(max(3, args.runs // 2)):
+                    touch_tests(root, step)
+                    pushes.append(audit_once(root, warm_cache, base=f"HEAD~{step + 2}"))
+                print(f"  new head (3 test files changed, caches of the last head): median "
+                      f"{statistics.median(pushes):.2f} s over {len(pushes)}"
+                      f"  [{', '.join(f'{x:.2f}' for x in pushes)}]")
+                git(root, "reset", "-q", "--hard", f"HEAD~{len(pushes)}")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,16 @@ class Stamp:
                         keep=KEEP)
         return extra, key
 
+    def recorded_key(self) -> str | None:
+        """The key of the last stamp written, whether or not it still holds: what was built
+        last time (a builder may reuse the parts of it that did not change)."""
+        payload = read_cache(self.path)
+        try:
+            key = marshal.loads(payload)[4] if payload is not None else None
+        except (ValueError, EOFError, TypeError, IndexError):
+            return None
+        return key if isinstance(key, str) else None
+
     @staticmethod
     def stat_dirs(dirs: Iterable[str]) -> list[tuple[str, Stat | None]]:
         """Taken *before* discovery lists them: a change made meanwhile shows up next time."""

@@ -19,7 +19,8 @@ from testdb.files import read_cache, write_cache
 from testdb.inventory.cache import SCHEMA, FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
-from testdb.inventory.model import Inventory, InventoryItem, PackedInventory
+from testdb.inventory.model import Inventory, InventoryItem
+from testdb.inventory.packed import PackedInventory, file_blob
 from testdb.inventory.static import scan_groups
 from testdb.stamp import Stamp, code_stamp
 
@@ -166,13 +167,30 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     # one file instead of decoding thousands of per-file JSON entries.
     whole = hashlib.sha256("\0".join([_whole_format(), *(
         f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True))]).encode()).hexdigest()
-    inv: Inventory | None = None
-    if store is not None:
-        inv = _load_whole(store.directory, whole)
+    if store is None:
+        return Inventory(i for items in _scan_all(files, contents, keys, None, config, workers)
+                         for i in items)
+    inv = _load_whole(store.directory, whole)
     if inv is None:
-        inv = _scan_all(files, contents, keys, store, config, workers)
-        if store is not None:
-            _save_whole(store.directory, whole, PackedInventory.pack(inv))
+        # Most builds follow one of the same tree with a few test files changed: the last
+        # build is updated by the files that changed, and only those are scanned.
+        last = stamp.recorded_key() if stamp is not None else None
+        previous = _load_whole(store.directory, last) if last else None
+        if previous is None:
+            previous = PackedInventory.from_blobs({})
+        built_from = {tf.file_id: f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True)}
+        todo = [i for i, tf in enumerate(files)
+                if previous.blob_for(tf.file_id, built_from[tf.file_id]) is None]
+        scanned = _scan_all([files[i] for i in todo], [contents[i] for i in todo],
+                            [keys[i] for i in todo], store, config, workers)
+        # A module without tests has no place in the inventory.
+        fresh = {files[i].file_id: file_blob(items)
+                 for i, items in zip(todo, scanned, strict=True) if items}
+        inv = previous.replace_files({files[i].file_id for i in todo}, fresh,
+                                     order=[tf.file_id for tf in files],
+                                     keys={files[i].file_id: built_from[files[i].file_id]
+                                           for i in todo})
+        _save_whole(store.directory, whole, inv)
     if stamp is not None:
         stamp.write(dir_stats, file_stats,
                     {tf.abspath: hashlib.sha256(c).hexdigest()
@@ -181,8 +199,9 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
 
 
 def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
-              store: FileCache | None, config: StaticConfig, workers: int | None) -> Inventory:
-    """Items of every file: from the per-file cache, else scanned (in parallel when many)."""
+              store: FileCache | None, config: StaticConfig, workers: int | None
+              ) -> list[list[InventoryItem]]:
+    """Each file's items: from the per-file cache, else scanned (in parallel when many)."""
     cache_dir = str(store.directory) if store is not None else None
     results: list[list[Group] | None] = []
     todo: list[int] = []
@@ -194,13 +213,10 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
         if hit is None:
             todo.append(idx)
             jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir))
-    items: list[InventoryItem] = []
     scanned = _run(jobs, workers)
     pending = dict(zip(todo, range(len(todo)), strict=True))
-    for idx, tf in enumerate(files):
-        groups = results[idx] if idx not in pending else next(scanned)
-        items += expand(groups or (), tf.file_id, tf.path)
-    return Inventory(items)
+    return [expand((results[idx] if idx not in pending else next(scanned)) or (), tf.file_id,
+                   tf.path) for idx, tf in enumerate(files)]
 
 
 def _whole_format() -> str:
@@ -236,7 +252,7 @@ def _whole_path(directory: Path, digest: str) -> Path:
     return directory / f"whole-{digest}.marshal"
 
 
-def _load_whole(directory: Path, digest: str) -> Inventory | None:
+def _load_whole(directory: Path, digest: str) -> PackedInventory | None:
     payload = read_cache(str(_whole_path(directory, digest)))
     try:
         return PackedInventory.from_state(marshal.loads(payload)) if payload else None

@@ -10,8 +10,8 @@ import pytest
 from inventory_suites import write_tree
 
 from testdb.errors import InputError
-from testdb.inventory import build, build_static, find_test_files
 from testdb.files import write_cache
+from testdb.inventory import build, build_static, find_test_files
 from testdb.inventory.cache import FileCache, default_cache_dir
 
 CHECKOUT = {
@@ -126,7 +126,33 @@ def test_the_stamp_notices_every_change(checkout: Path, tmp_path: Path,
         change()
         got = build_static(str(checkout), cache=store)
         want = build_static(str(checkout), cache=False)
-        assert sorted(i.nodeid for i in got) == sorted(i.nodeid for i in want)
+        assert sorted(got, key=lambda i: i.nodeid) == sorted(want, key=lambda i: i.nodeid)
+
+
+def test_a_rebuild_scans_only_the_changed_files(checkout: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a test file changes, the last build's items of the other files are reused: with
+    the per-file cache emptied, exactly one file is scanned."""
+    store = FileCache(tmp_path / "cache")
+    build_static(str(checkout), cache=store)
+    for entry in (tmp_path / "cache").rglob("*.json"):
+        entry.unlink()
+    scanned: list[str] = []
+    real = build.scan_groups
+
+    def counting(content: bytes, file_id: str, **kw: object) -> object:
+        scanned.append(file_id)
+        return real(content, file_id, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "scan_groups", counting)
+    (checkout / "tests/integration/defs/test_e2e.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_e2e(n):\n"
+        "    pass\n")
+    got = build_static(str(checkout), cache=store)
+    assert scanned == ["test_e2e.py"]
+    want = build_static(str(checkout), cache=False)
+    assert sorted(got, key=lambda i: i.nodeid) == sorted(want, key=lambda i: i.nodeid)
+    assert "test_e2e.py::test_e2e[2]" in got
 
 
 def test_corrupt_cache_entry_is_a_miss(checkout: Path, tmp_path: Path) -> None:
