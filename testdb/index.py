@@ -7,7 +7,6 @@ import gc
 import glob
 import hashlib
 import os
-import pickle
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -446,6 +445,8 @@ def _cache_get(key: str) -> Index | None:
     payload = read_cache(os.path.join(cache_dir(), f"index-{key}.pickle"))
     if payload is None:
         return None
+    import pickle  # here: a warm `where` never unpickles, and it starts faster without
+
     try:
         obj = pickle.loads(payload)  # our own file: keyed by content hash, digest checked
     except Exception:  # records of another code version: parse afresh
@@ -454,6 +455,8 @@ def _cache_get(key: str) -> Index | None:
 
 
 def _cache_put(key: str, index: Index) -> None:
+    import pickle
+
     try:
         payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, RecursionError):
