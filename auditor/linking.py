@@ -106,10 +106,15 @@ class Auditor:
                 self._values = Counter(value_counts(self._all_ids()))
             else:
                 self._values = Counter(self.inventory.param_value_counts())
-                self._listed_only = [t for t in self.index.schedule.placements
-                                     if t not in self.inventory]
-                self._values.update(value_counts(self._listed_only))
+                self._values.update(value_counts(self._listed_only_ids()))
         return self._values.get(tok, 0)
+
+    def _listed_only_ids(self) -> list[str]:
+        """Listed ids the inventory lacks (a test file not in the checkout, a typo)."""
+        if self._listed_only is None:
+            self._listed_only = [t for t in self.index.schedule.placements
+                                 if t not in self.inventory]
+        return self._listed_only
 
     def params_naming(self, tok: str) -> list[tuple[str, str | None]]:
         """(id, parameter name) of every parametrization one of whose values is ``tok``:
@@ -120,11 +125,8 @@ class Auditor:
             if self.inventory is None:
                 self._param_index[tok] = params_with_value(self._all_ids(), tok)
             else:
-                if self._listed_only is None:
-                    self._listed_only = [t for t in self.index.schedule.placements
-                                         if t not in self.inventory]
                 self._param_index[tok] = [*self.inventory.params_with_value(tok),
-                                          *params_with_value(self._listed_only, tok)]
+                                          *params_with_value(self._listed_only_ids(), tok)]
         return self._param_index[tok]
 
     def _items_of(self, file_id: str, qualname: str) -> list[str]:

@@ -26,7 +26,7 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
       testdb --root data/trtllm where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
-    if os.path.isdir(os.path.join(opts.root, "tests", "unittest")):
+    if _names_unit_tests(opts.root, pattern):
         # Unit tests are found through the selections that select them: that needs the
         # inventory and the full index.
         from testdb.inventory import build_static
@@ -52,3 +52,16 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         click.echo(where_text(records, colour=use_colour()))
     rc = report_diagnostics(diagnostics, quiet_warnings=True)
     return rc or (0 if records else 1)
+
+
+def _names_unit_tests(root: str, pattern: str) -> bool:
+    """Whether ``pattern`` names any unit test of the checkout's static inventory (its ids
+    only: a warm call reads one small file). Other patterns are answered from the records
+    of the listed ids alone."""
+    if not os.path.isdir(os.path.join(root, "tests", "unittest")):
+        return False
+    from testdb.inventory import unit_test_ids
+    from testdb.query import match_ids
+
+    units = unit_test_ids(root)
+    return bool(units) and bool(match_ids(units, pattern))

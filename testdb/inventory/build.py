@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gc
 import hashlib
 import marshal
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,6 @@ from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
 from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory, file_blob
-from testdb.inventory.static import scan_groups
 from testdb.stamp import Stamp, code_stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
@@ -80,6 +79,15 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
 
 # (content, file id, -k directory names, config, cache key, cache dir or None)
 Job = tuple[bytes, str, tuple[str, ...], StaticConfig, str, str | None]
+
+
+def scan_groups(content: bytes, file_id: str, *, dirs: tuple[str, ...],
+                config: StaticConfig) -> list[Group]:
+    """The scanner (``testdb.inventory.static``), imported on first use: a warm build never
+    scans, and the scanner's modules take longer to import than a warm build takes."""
+    from testdb.inventory.static import scan_groups as scan
+
+    return scan(content, file_id, dirs=dirs, config=config)
 
 
 def _scan(job: Job) -> list[Group]:
@@ -141,9 +149,7 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     if store is not None:
         # Unchanged test files since the last build (by stat, as for the test plan): load the
         # whole inventory without walking the tree or reading a file.
-        stamp = Stamp(str(store.directory), [
-            testdb.__version__, str(SCHEMA), config.fingerprint(), repr(dirs), _whole_format(),
-            os.path.abspath(root), os.path.realpath(root)], digest=_bytes_digest)
+        stamp = _stamp(root, dirs, config, store)
         hit = stamp.check()
         if hit is not None:
             cached = _load_whole(store.directory, hit[1])
@@ -248,6 +254,41 @@ def _test_dirs(root: str, dirs: Sequence[tuple[str, str]] | None, config: Static
     return sorted(out)
 
 
+def unit_test_ids(root: str) -> list[str]:
+    """The static inventory's unit-test ids (``unittest/...``, placeholders left out). While
+    the test tree is unchanged (the stamp holds), one small file is read and nothing is
+    built: ``where`` asks this to learn whether a pattern names a unit test at all."""
+    store = FileCache()
+    stamp = _stamp(root, None, DEFAULT_CONFIG, store)
+    hit = stamp.check()
+    if hit is not None:
+        payload = read_cache(str(_units_path(store.directory, hit[1])))
+        with contextlib.suppress(ValueError, EOFError, TypeError):
+            ids = marshal.loads(payload) if payload is not None else None
+            if isinstance(ids, list):
+                return ids
+    ids = _unit_ids(build_static(root))
+    hit = stamp.check()
+    if hit is not None:  # the build's own stamp: remember the ids for the next call
+        write_cache(str(_units_path(store.directory, hit[1])), marshal.dumps(ids), keep=3)
+    return ids
+
+
+def _unit_ids(inv: Inventory) -> list[str]:
+    return [i for i in inv.ids() if i.startswith("unittest/")]
+
+
+def _stamp(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
+           store: FileCache) -> Stamp:
+    return Stamp(str(store.directory), [
+        testdb.__version__, str(SCHEMA), config.fingerprint(), repr(dirs), _whole_format(),
+        os.path.abspath(root), os.path.realpath(root)], digest=_bytes_digest)
+
+
+def _units_path(directory: Path, digest: str) -> Path:
+    return directory / f"units-{digest}.marshal"
+
+
 def _whole_path(directory: Path, digest: str) -> Path:
     return directory / f"whole-{digest}.marshal"
 
@@ -263,6 +304,7 @@ def _load_whole(directory: Path, digest: str) -> PackedInventory | None:
 def _save_whole(directory: Path, digest: str, inv: PackedInventory) -> None:
     # Tens of MB for 100k parametrizations: keep one per checkout in use, not every version.
     write_cache(str(_whole_path(directory, digest)), marshal.dumps(inv.state()), keep=3)
+    write_cache(str(_units_path(directory, digest)), marshal.dumps(_unit_ids(inv)), keep=3)
 
 
 def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:
@@ -276,6 +318,8 @@ def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:
     size = -(-len(jobs) // (n * 4))
     chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
     try:
+        from concurrent.futures import ProcessPoolExecutor  # ~20 ms: only when scanning
+
         pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_init)
     except (OSError, RuntimeError, NotImplementedError):
         # No process pool here (sandbox, frozen interpreter): scanning serially is correct.

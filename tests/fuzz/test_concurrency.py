@@ -108,7 +108,9 @@ def test_a_cache_write_that_fails_to_pickle_leaves_no_file(tmp_path, monkeypatch
     def deep(*a, **k):  # type: ignore[no-untyped-def]
         raise RecursionError("maximum recursion depth exceeded while pickling an object")
 
-    monkeypatch.setattr(tdb_index.pickle, "dumps", deep)
+    import pickle
+
+    monkeypatch.setattr(pickle, "dumps", deep)  # testdb.index imports pickle when it writes
     assert tdb_index.load(fuzzkit.EXAMPLE, use_cache=True).contexts
     assert not _caches(cache) and not _temps(cache)
 

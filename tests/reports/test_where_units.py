@@ -9,8 +9,7 @@ from pathlib import Path
 LISTS = "tests/integration/test_lists"
 
 
-def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path: Path
-                                                              ) -> None:  # type: ignore[no-untyped-def]
+def checkout_with_unit_tests(tmp_path: Path) -> Path:
     root = tmp_path / "co"
     (root / LISTS / "test-db").mkdir(parents=True)
     (root / LISTS / "test-db" / "l0_a10.yml").write_text(textwrap.dedent("""\
@@ -45,6 +44,18 @@ def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path:
         def test_other():
             pass
         """))
+    (root / "tests/integration/defs").mkdir(parents=True)
+    (root / "tests/integration/defs/test_e2e.py").write_text("def test_e2e():\n    pass\n")
+    (root / LISTS / "test-db" / "l0_a10.yml").write_text(
+        (root / LISTS / "test-db" / "l0_a10.yml").read_text()
+        + "- condition:\n    terms: {stage: pre_merge, backend: pytorch}\n"
+          "  tests:\n  - test_e2e.py::test_e2e\n")
+    return root
+
+
+def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path: Path
+                                                              ) -> None:  # type: ignore[no-untyped-def]
+    root = checkout_with_unit_tests(tmp_path)
     res = run_cli("--root", str(root), "where", "test_llm_prefix_cache_reuse", "--format",
                   "json")
     assert res.code == 0, res.err
@@ -57,6 +68,35 @@ def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path:
     res = run_cli("--root", str(root), "where", "test_other", "--format", "json")
     [t] = json.loads(res.out)["tests"]
     assert t["verdict"] == "post-merge-only" and t["via"] == 'unittest/llmapi -k "not prefix"'
+
+
+def test_a_pattern_naming_no_unit_test_needs_no_inventory_items(run_cli, tmp_path: Path,
+                                                                 monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With tests/unittest present, a pattern that names no unit test is answered from the
+    listed ids' records: once the unit-test ids are known, no inventory is built or loaded;
+    a pattern that does name one still goes through the selections."""
+    from testdb import stamp
+    from testdb.inventory import build
+
+    monkeypatch.setattr(stamp, "RACY_NS", -10**12)  # as a call seconds after the files changed
+    root = checkout_with_unit_tests(tmp_path)
+    first = run_cli("--root", str(root), "where", "test_e2e", "--format", "json")
+    assert first.code == 0, first.err
+
+    def no_inventory(*args: object, **kwargs: object) -> None:
+        raise AssertionError("built the inventory for a pattern that names no unit test")
+
+    real_build, real_load = build.build_static, build._load_whole
+    monkeypatch.setattr(build, "build_static", no_inventory)
+    monkeypatch.setattr(build, "_load_whole", no_inventory)
+    again = run_cli("--root", str(root), "where", "test_e2e", "--format", "json")
+    assert (again.code, again.out) == (first.code, first.out)
+    [t] = json.loads(again.out)["tests"]
+    assert (t["id"], t["verdict"]) == ("test_e2e.py::test_e2e", "pre-merge")
+    monkeypatch.setattr(build, "build_static", real_build)
+    monkeypatch.setattr(build, "_load_whole", real_load)
+    res = run_cli("--root", str(root), "where", "test_other", "--format", "json")
+    assert json.loads(res.out)["tests"][0]["via"] == 'unittest/llmapi -k "not prefix"'
 
 
 def test_stages_path_is_relative_to_the_current_directory(run_cli, tmp_path: Path,
