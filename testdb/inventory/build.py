@@ -171,8 +171,8 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
         keys.append(file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs)))
     # The whole inventory, cached under a digest of every file's key: a warm build loads
     # one file instead of decoding thousands of per-file JSON entries.
-    whole = hashlib.sha256("\0".join([_whole_format(), *(
-        f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True))]).encode()).hexdigest()
+    built_from = [f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True)]
+    whole = hashlib.sha256("\0".join([_whole_format(), *built_from]).encode()).hexdigest()
     if store is None:
         return Inventory(i for items in _scan_all(files, contents, keys, None, config, workers)
                          for i in items)
@@ -184,9 +184,8 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
         previous = _load_whole(store.directory, last) if last else None
         if previous is None:
             previous = PackedInventory.from_blobs({})
-        built_from = {tf.file_id: f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True)}
         todo = [i for i, tf in enumerate(files)
-                if previous.blob_for(tf.file_id, built_from[tf.file_id]) is None]
+                if previous.blob_for(tf.file_id, built_from[i]) is None]
         scanned = _scan_all([files[i] for i in todo], [contents[i] for i in todo],
                             [keys[i] for i in todo], store, config, workers)
         # A module without tests has no place in the inventory.
@@ -194,8 +193,7 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
                  for i, items in zip(todo, scanned, strict=True) if items}
         inv = previous.replace_files({files[i].file_id for i in todo}, fresh,
                                      order=[tf.file_id for tf in files],
-                                     keys={files[i].file_id: built_from[files[i].file_id]
-                                           for i in todo})
+                                     keys={files[i].file_id: built_from[i] for i in todo})
         _save_whole(store.directory, whole, inv)
     if stamp is not None:
         stamp.write(dir_stats, file_stats,

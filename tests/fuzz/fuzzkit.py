@@ -797,6 +797,13 @@ class Workspace:
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
 
+    def write_out(self, name: str, data: bytes) -> str:
+        """``data`` as the file ``name`` beside the checkout; its path."""
+        path = os.path.join(self.out, name)
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return path
+
     @contextlib.contextmanager
     def placed(self, rel: str, data: bytes) -> Iterator[str]:
         """``data`` at ``root/rel`` for the duration; the original (or nothing) afterwards."""
@@ -909,9 +916,7 @@ def p_diff(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, str]:
     from reports.comment import render_comment
     from reports.render_audit import audit_json, audit_text
 
-    path = os.path.join(ws.out, "fuzz.diff")
-    with open(path, "wb") as fh:
-        fh.write(data)
+    path = ws.write_out("fuzz.diff", data)
     change = from_diff_file(ws.root, path)
     doc = audit_json(run_audit(ws.index(), change))
     json.dumps(doc)
@@ -923,9 +928,7 @@ def p_diff(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, str]:
 def p_coverage(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, str]:
     from auditor.coverage_link import covering_tests
 
-    path = os.path.join(ws.out, "fuzz.coverage")
-    with open(path, "wb") as fh:
-        fh.write(data)
+    path = ws.write_out("fuzz.coverage", data)
     covering_tests(path, ws.root, "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py",
                    set(range(1, 60)), {"accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct"
                                        "::test_chunked_prefill[attn_backend=FLASHINFER]"})
@@ -950,9 +953,7 @@ def p_audit_json(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, s
     from reports.comment import render_comment
     from reports.inputs import read_audit
 
-    path = os.path.join(ws.out, "fuzz-audit.json")
-    with open(path, "wb") as fh:
-        fh.write(data)
+    path = ws.write_out("fuzz-audit.json", data)
     doc = read_audit(path)
     render_comment(doc)
     render_comment(doc, repo="octo/hello", report_url="https://example.com/r/", head_sha="abc")
@@ -964,9 +965,7 @@ def p_results_json(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str,
     from reports.comment import render_comment
     from reports.inputs import read_audit, read_results
 
-    path = os.path.join(ws.out, "fuzz-results.json")
-    with open(path, "wb") as fh:
-        fh.write(data)
+    path = ws.write_out("fuzz-results.json", data)
     rows = read_results(path)
     render_comment(read_audit(AUDIT_FIXTURE), results=rows)
     return "ok", ""
