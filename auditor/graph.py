@@ -13,6 +13,7 @@ import networkx as nx
 
 from auditor.behaviour import module_name
 from testdb.files import read_cache, write_cache
+from testdb.parallel import parallel_map
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
@@ -109,8 +110,9 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
     """Scan every ``.py`` file under ``root``; ``texts`` overrides contents by path and
     ``exclude`` drops files (both describe the head side of a change). Scans are cached by
     file content, so a large checkout is parsed once."""
-    infos: dict[str, ModuleInfo] = {}
+    infos: dict[str, ModuleInfo | None] = {}
     cache = _GraphCache(root) if use_cache else None
+    misses: list[tuple[str, bytes]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
         reldir = os.path.relpath(dirpath, root).replace(os.sep, "/")
@@ -125,19 +127,22 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
                         data = f.read()
                 except OSError:
                     continue
-                info = cache.get(rel, data) if cache else None
-                if info is None:
-                    info = scan_module(rel, data.decode("utf-8", errors="replace"))
-                    if cache:
-                        cache.put(rel, data, info)
-                infos[rel] = info
+                infos[rel] = cache.get(rel, data) if cache else None
+                if infos[rel] is None:
+                    misses.append((rel, data))
+    # A cold checkout has thousands of modules to parse: in worker processes when that many.
+    for (rel, data), info in zip(misses, parallel_map(_scan_bytes, misses), strict=True):
+        infos[rel] = info
+        if cache:
+            cache.put(rel, data, info)
     if cache:
         cache.save()
+    scanned = {rel: i for rel, i in infos.items() if i is not None}
     for rel, text in (texts or {}).items():
         if rel.endswith(".py"):
-            infos[rel] = scan_module(rel, text)
+            scanned[rel] = scan_module(rel, text)
     g: nx.DiGraph[str] = nx.DiGraph()
-    modules = {i.module: i for i in infos.values()}
+    modules = {i.module: i for i in scanned.values()}
     # Test files import the project by absolute name, but also by names relative to the test
     # root (`defs.conftest`, `conftest`); index every dotted suffix so both resolve.
     suffix: dict[str, str] = {}
@@ -145,13 +150,18 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
         parts = name.split(".")
         for k in range(1, len(parts)):
             suffix.setdefault(".".join(parts[k:]), name)
-    for info in infos.values():
+    for info in scanned.values():
         g.add_node(info.module)
         for imp in info.imports:
             target = imp if imp in modules else suffix.get(imp)
             if target and target != info.module:
                 g.add_edge(info.module, target)
-    return ImportGraph(g, modules, {i.path: i for i in infos.values()})
+    return ImportGraph(g, modules, {i.path: i for i in scanned.values()})
+
+
+def _scan_bytes(job: tuple[str, bytes]) -> ModuleInfo:
+    rel, data = job
+    return scan_module(rel, data.decode("utf-8", errors="replace"))
 
 
 class _GraphCache:

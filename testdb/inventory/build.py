@@ -21,6 +21,7 @@ from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
 from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory, file_blob
+from testdb.parallel import MIN_ITEMS, parallel_map
 from testdb.stamp import Stamp, code_stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
@@ -28,8 +29,7 @@ DEFAULT_DIRS: tuple[tuple[str, str], ...] = (
     ("tests/integration/defs", ""),
     ("tests/unittest", "unittest/"),
 )
-# Below this many files to scan, starting worker processes costs more than it saves.
-_PARALLEL_MIN_FILES = 400
+_PARALLEL_MIN_FILES = MIN_ITEMS  # module-level, so a test can make the pool start at once
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,6 @@ def _scan(job: Job) -> list[Group]:
     return groups
 
 
-def _scan_chunk(jobs: list[Job]) -> list[list[Group]]:
-    return [_scan(job) for job in jobs]
-
-
 def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
                  config: StaticConfig = DEFAULT_CONFIG, cache: FileCache | bool = True,
                  workers: int | None = None) -> Inventory:
@@ -129,17 +125,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # honours taskset and container CPU sets
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _worker_init() -> None:
-    gc.disable()
 
 
 def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
@@ -217,7 +202,8 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
         if hit is None:
             todo.append(idx)
             jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir))
-    scanned = _run(jobs, workers)
+    # Streamed: the caller expands while workers still scan.
+    scanned = parallel_map(_scan, jobs, workers=workers, min_items=_PARALLEL_MIN_FILES)
     pending = dict(zip(todo, range(len(todo)), strict=True))
     return [expand((results[idx] if idx not in pending else next(scanned)) or (), tf.file_id,
                    tf.path) for idx, tf in enumerate(files)]
@@ -303,26 +289,3 @@ def _save_whole(directory: Path, digest: str, inv: PackedInventory) -> None:
     # Tens of MB for 100k parametrizations: keep one per checkout in use, not every version.
     write_cache(str(_whole_path(directory, digest)), marshal.dumps(inv.state()), keep=3)
     write_cache(str(_units_path(directory, digest)), marshal.dumps(_unit_ids(inv)), keep=3)
-
-
-def _run(jobs: list[Job], workers: int | None) -> Iterator[list[Group]]:
-    """Scan results in job order, streamed: the caller expands while workers still scan."""
-    n = workers if workers is not None else _usable_cpus()
-    if n <= 1 or len(jobs) < _PARALLEL_MIN_FILES:
-        yield from map(_scan, jobs)
-        return
-    # A few chunks per worker: each result crosses the process boundary once, and the
-    # sizes of modules vary enough that one chunk per worker would leave a worker idle.
-    size = -(-len(jobs) // (n * 4))
-    chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
-    try:
-        from concurrent.futures import ProcessPoolExecutor  # ~20 ms: only when scanning
-
-        pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_init)
-    except (OSError, RuntimeError, NotImplementedError):
-        # No process pool here (sandbox, frozen interpreter): scanning serially is correct.
-        yield from map(_scan, jobs)
-        return
-    with pool:
-        for chunk in pool.map(_scan_chunk, chunks):
-            yield from chunk

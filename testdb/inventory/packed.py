@@ -19,14 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from testdb.inventory.model import (
-    WILDCARD,
-    Inventory,
-    InventoryItem,
-    Status,
-    split_params,
-    value_counts,
-)
+from testdb.inventory.model import WILDCARD, Inventory, InventoryItem, Status, split_params
 
 # value -> [(file, positions in the file's ids, parameter names)]
 Entries = dict[str, list[tuple[str, list[int], list[str | None]]]]
@@ -46,20 +39,32 @@ def _row(i: InventoryItem) -> tuple[Any, ...]:
             i.indeterminate, i.source, i.path)
 
 
-def _entries(ids_by_file: dict[str, list[str]]) -> Entries:
+def _entries(ids_by_file: dict[str, list[str]]) -> tuple[Entries, Counter[str]]:
+    """The value index entries of these files' ids, and their ``value_counts`` (one pass)."""
     found: Entries = {}
+    pieces: list[str] = []
+    # The same parameter strings recur across functions and files: split each once.
+    parsed: dict[str, tuple[list[tuple[str | None, str]], set[str]]] = {}
     for f, ids in ids_by_file.items():
         per: dict[str, tuple[list[int], list[str | None]]] = {}
         for pos, tid in enumerate(ids):
             b = tid.find("[")
             if b > 0 and tid.endswith("]"):
-                for name, v in split_params(tid[b + 1:-1]):
+                params = tid[b + 1:-1]
+                got = parsed.get(params)
+                if got is None:
+                    got = parsed[params] = (
+                        [(sys.intern(n) if n is not None else None, v)
+                         for n, v in split_params(params)],
+                        set(params.replace("=", "-").split("-")))  # as value_counts
+                pieces.extend(got[1])
+                for name, v in got[0]:
                     where, names = per.setdefault(v, ([], []))
                     where.append(pos)
-                    names.append(sys.intern(name) if name is not None else None)
+                    names.append(name)
         for v, (where, names) in per.items():
             found.setdefault(v, []).append((f, where, names))
-    return found
+    return found, Counter(pieces)
 
 
 class PackedInventory(Inventory):
@@ -139,14 +144,14 @@ class PackedInventory(Inventory):
         odd.update({r[0]: f for f, rows in new_rows.items() for r in rows
                     if not r[0].startswith(f + "::")})
 
-        old = {f: self._file_ids(f) for f in changed if f in self._spans}
-        gone = [i for these in old.values() for i in these]
+        removed_entries, removed_counts = _entries(
+            {f: self._file_ids(f) for f in changed if f in self._spans})
+        added, added_counts = _entries(new_ids)
         counts = Counter(self._counts)
-        counts.subtract(value_counts(gone))
-        counts.update(value_counts(i for these in new_ids.values() for i in these))
-        added = _entries(new_ids)
+        counts.subtract(removed_counts)
+        counts.update(added_counts)
         values = dict(self._values)
-        for v in set(_entries(old)) | set(added):
+        for v in set(removed_entries) | set(added):
             kept = [e for e in (marshal.loads(values[v]) if v in values else ())
                     if e[0] not in changed and e[0] in spans] + added.get(v, [])
             kept.sort(key=lambda e: rank[e[0]])
