@@ -26,7 +26,8 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
       testdb --root data/trtllm where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
-    if _names_unit_tests(opts.root, pattern):
+    unit_ids = _unit_tests_named(opts.root, pattern)
+    if unit_ids:
         # Unit tests are found through the selections that select them: that needs the
         # inventory and the full index.
         from testdb.inventory import build_static
@@ -34,8 +35,8 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         from testdb.query import where as where_query
 
         index = opts.index()
-        records = [test_record(t)
-                   for t in where_query(index, pattern, build_static(index.root))]
+        records = [test_record(t) for t in where_query(index, pattern, build_static(index.root),
+                                                       unit_ids)]
         diagnostics = list(index.diagnostics)
     else:
         from testdb.index import locate
@@ -54,14 +55,14 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
     return rc or (0 if records else 1)
 
 
-def _names_unit_tests(root: str, pattern: str) -> bool:
-    """Whether ``pattern`` names any unit test of the checkout's static inventory (its ids
-    only: a warm call reads one small file). Other patterns are answered from the records
-    of the listed ids alone."""
+def _unit_tests_named(root: str, pattern: str) -> list[str]:
+    """The unit tests of the checkout's static inventory that ``pattern`` names (from its ids
+    only: a warm call reads one small file). Other patterns are answered from the records of
+    the listed ids alone."""
     if not os.path.isdir(os.path.join(root, "tests", "unittest")):
-        return False
+        return []
     from testdb.inventory import unit_test_ids
     from testdb.query import match_ids
 
     units = unit_test_ids(root)
-    return bool(units) and bool(match_ids(units, pattern))
+    return match_ids(units, pattern) if units else []

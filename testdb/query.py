@@ -62,9 +62,11 @@ def _head(test_id: str) -> str:
     return test_id if b < 0 else test_id[:b]
 
 
-def where(index: Index, pattern: str, inventory: Any = None) -> list[TestWhere]:
+def where(index: Index, pattern: str, inventory: Any = None,
+          unit_ids: list[str] | None = None) -> list[TestWhere]:
     """Listed ids the pattern names, and (given an inventory) unit-test ids it names, each
-    placed through the ``unittest/...`` selections that select it."""
+    placed through the ``unittest/...`` selections that select it. ``unit_ids``: the unit-test
+    ids the pattern names, when the caller has already matched them."""
     from testdb.schedule import verdict_for
 
     sched: Schedule = index.schedule
@@ -72,16 +74,19 @@ def where(index: Index, pattern: str, inventory: Any = None) -> list[TestWhere]:
     out = [TestWhere(i, verdict_for(sched.placements[i]), tuple(sched.placements[i]))
            for i in ids]
     if inventory is not None:
-        out += _unit_tests(index, inventory, pattern, set(ids))
+        out += _unit_tests(index, inventory, pattern, set(ids), unit_ids)
     return out
 
 
-def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str]) -> list[TestWhere]:
+def _unit_tests(index: Index, inventory: Any, pattern: str, seen: set[str],
+                unit_ids: list[str] | None) -> list[TestWhere]:
     from testdb.inventory.select import SelectionIndex
     from testdb.schedule import verdict_for
 
-    units = [i for i in inventory.ids() if i.startswith("unittest/")]
-    matched = [u for u in match_ids(units, pattern) if u not in seen] if units else []
+    if unit_ids is None:
+        units = [i for i in inventory.ids() if i.startswith("unittest/")]
+        unit_ids = match_ids(units, pattern) if units else []
+    matched = [u for u in unit_ids if u not in seen]
     if not matched:
         return []
     lines = SelectionIndex(e for c in index.contexts.values() for e in c.entries)

@@ -94,15 +94,6 @@ class PackedInventory(Inventory):
 
     # -- building -----------------------------------------------------------------------------
     @classmethod
-    def pack(cls, inv: Inventory) -> PackedInventory:
-        if isinstance(inv, PackedInventory):
-            return inv
-        by_file: dict[str, list[InventoryItem]] = {}
-        for i in inv:
-            by_file.setdefault(i.file, []).append(i)
-        return cls.from_blobs({f: file_blob(items) for f, items in by_file.items()})
-
-    @classmethod
     def from_blobs(cls, blobs: dict[str, bytes], keys: dict[str, str] | None = None
                    ) -> PackedInventory:
         """From each file's ``file_blob``, in inventory order; ``keys`` say what each blob was

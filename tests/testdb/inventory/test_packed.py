@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from testdb.inventory import Inventory, build_static, scan_source
+from testdb.inventory import Inventory, InventoryItem, build_static, scan_source
 from testdb.inventory.model import value_counts
-from testdb.inventory.packed import PackedInventory
+from testdb.inventory.packed import PackedInventory, file_blob
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -37,9 +37,12 @@ def eager(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
 
 
 def packed_from(inv: Inventory) -> PackedInventory:
-    """Packed, written and read back as the cache does."""
-    state = marshal.loads(marshal.dumps(PackedInventory.pack(inv).state()))
-    return PackedInventory.from_state(state)
+    """Packed file by file as a build does, written and read back as the cache does."""
+    by_file: dict[str, list[InventoryItem]] = {}
+    for i in inv:
+        by_file.setdefault(i.file, []).append(i)
+    packed = PackedInventory.from_blobs({f: file_blob(items) for f, items in by_file.items()})
+    return PackedInventory.from_state(marshal.loads(marshal.dumps(packed.state())))
 
 
 def values_of(inv: Inventory) -> set[str]:
@@ -103,8 +106,6 @@ def test_updating_file_by_file_equals_packing_afresh(eager: Inventory) -> None:
     """What a rebuild does (replace the changed files' blobs) gives exactly the cache a
     fresh pack of the same items gives: ids, spans, counts, value index, placeholders."""
     import random
-
-    from testdb.inventory.packed import file_blob
 
     rng = random.Random(3)
     current = {f: list(eager.by_file(f)) for f in eager.files()}
