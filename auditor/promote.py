@@ -11,7 +11,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.promote_edit import BOM, FileEdit, LineMove, edit_file, read
+from auditor import promote_journal
+from auditor.promote_edit import BOM, FileEdit, LineMove, body_of, edit_file, read, split_lines
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc, UsageError
 from testdb.grammar import Entry
 from testdb.index import Index, load_sources
@@ -38,6 +39,8 @@ class Move:
     target: Block | None
     target_index: int
     text: str  # the line as written, without its indentation and line break
+    # the entry lines around it in the source block (the journal's record of where it was)
+    around: tuple[str | None, str | None] = (None, None)
 
     @property
     def tests(self) -> tuple[str, ...]:
@@ -115,12 +118,20 @@ def plan_moves(index: Index, patterns: Sequence[str], direction: str = "promote"
     planned, created = _moves(index, _select(old, patterns, src, contexts), src, dst, create_block)
     edits: list[FileEdit] = []
     moves: list[Move] = []
+    journal = promote_journal.load()
     for path in dict.fromkeys(m.loc.path for m in planned):
         mine = [m for m in planned if m.loc.path == path]
-        edit, texts = edit_file(index, path, [LineMove(m.loc.line, m.source, m.target)
-                                              for m in mine], src, dst)
+        line_moves = []
+        for m in mine:
+            # A line an earlier move took out of the target block goes back between its old
+            # neighbours (when they are still there), not to the end of the block.
+            was = promote_journal.origin_of(journal, path, _line_text(index, m), m.context, dst)
+            line_moves.append(LineMove(m.loc.line, m.source, m.target,
+                                       was.before if was else None, was.after if was else None))
+        edit, texts, around = edit_file(index, path, line_moves, src, dst)
         edits.append(edit)
-        moves += [dataclasses.replace(m, text=t) for m, t in zip(mine, texts, strict=True)]
+        moves += [dataclasses.replace(m, text=t, around=a)
+                  for m, t, a in zip(mine, texts, around, strict=True)]
     new = _schedule_of(index, {e.path: e.new for e in edits})
     _verify(old, new, moves, created, _named_in(index, {e.path for e in edits}))
     tests = list(dict.fromkeys(t for m in moves for t in m.tests))
@@ -176,6 +187,15 @@ def apply_plan(index: Index, plan: Plan) -> None:
         for tmp in temps.values():
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+    src_stage = DIRECTIONS[plan.direction][0]
+    promote_journal.record(promote_journal.Origin(m.loc.path, m.text, m.context, src_stage,
+                                                  *m.around) for m in plan.moves)
+
+
+def _line_text(index: Index, m: Move) -> str:
+    """The moved line's text as the journal keys it (without indentation and line break)."""
+    lines = split_lines(read(index, m.loc.path)[0])
+    return body_of(lines[m.loc.line - 1]) if 0 < m.loc.line <= len(lines) else ""
 
 
 # ---- choosing what moves where ------------------------------------------------------------------

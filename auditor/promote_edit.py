@@ -44,11 +44,17 @@ class FileEdit:
 @dataclass(frozen=True)
 class LineMove:
     """Move the entry line ``line`` (1-based) of ``source`` to the end of ``target``'s list, or
-    (``target`` None) into a copy of ``source`` with the stage term changed, placed after it."""
+    (``target`` None) into a copy of ``source`` with the stage term changed, placed after it.
+
+    ``after``/``before``: the entry lines (text without indentation) that surrounded the line
+    when an earlier move took it out of ``target``; when one is still in ``target`` the line
+    goes back next to it, so promote then demote gives the file back byte for byte."""
 
     line: int
     source: Block
     target: Block | None
+    after: str | None = None
+    before: str | None = None
 
 
 def split_lines(text: str) -> list[str]:
@@ -68,8 +74,9 @@ def read(index: Index, rel: str) -> tuple[str, bool, str]:
 
 
 def edit_file(index: Index, path: str, moves: Sequence[LineMove], src: str, dst: str
-              ) -> tuple[FileEdit, list[str]]:
-    """The edited text, and each moved line's text (without indentation and line break).
+              ) -> tuple[FileEdit, list[str], list[tuple[str | None, str | None]]]:
+    """The edited text, each moved line's text (without indentation and line break), and the
+    entry lines that surrounded it in its source block (see ``neighbours``).
 
     Only the moved lines change: a line keeps its exact text (marker, comment, quoting) and takes
     the target list's indentation; a created block copies the source block's lines up to
@@ -88,6 +95,7 @@ def edit_file(index: Index, path: str, moves: Sequence[LineMove], src: str, dst:
     inserts: dict[int, list[str]] = defaultdict(list)
     new_blocks: dict[int, tuple[int, list[str]]] = {}  # source block index -> (anchor, lines)
     texts: list[str] = []
+    around: list[tuple[str | None, str | None]] = []
     for m in moves:
         row = m.line - 1
         kv = _child(_block_node(root, m.source), "tests")
@@ -102,8 +110,11 @@ def edit_file(index: Index, path: str, moves: Sequence[LineMove], src: str, dst:
         removed.add(row)
         body = line[len(_indent(line)):]
         texts.append(body.rstrip("\r\n"))
+        around.append(neighbours(lines, _block_node(root, m.source), row))
         if m.target is not None:
-            anchor, indent = _anchor(lines, _block_node(root, m.target), m.target.loc)
+            node = _block_node(root, m.target)
+            anchor, indent = _anchor(lines, node, m.target.loc)
+            anchor = _old_place(lines, node, m) or anchor
             inserts[anchor].append(indent + body)
         else:
             if m.source.index not in new_blocks:
@@ -117,7 +128,43 @@ def edit_file(index: Index, path: str, moves: Sequence[LineMove], src: str, dst:
         if i not in removed:
             out.append(line if i not in inserts or line.endswith(_ENDS) else line + nl)
         out.extend(inserts.get(i, ()))
-    return FileEdit(path, full, text, "".join(out), bom), texts
+    return FileEdit(path, full, text, "".join(out), bom), texts, around
+
+
+def neighbours(lines: list[str], block: yaml.MappingNode, row: int
+               ) -> tuple[str | None, str | None]:
+    """The texts of the entry lines before and after the item on 0-based ``row`` of a block's
+    ``tests:`` list (``None`` at an end): what a later move back looks for."""
+    kv = _child(block, "tests")
+    items = (list(kv[1].value) if kv and isinstance(kv[1], yaml.SequenceNode)
+             and not kv[1].flow_style else [])
+    rows = [int(n.start_mark.line) for n in items]
+    if row not in rows:
+        return None, None
+    i = rows.index(row)
+
+    return (body_of(lines[rows[i - 1]]) if i > 0 else None,
+            body_of(lines[rows[i + 1]]) if i + 1 < len(rows) else None)
+
+
+def body_of(line: str) -> str:
+    """A list line's text without its indentation and line break."""
+    return line.lstrip(" ").rstrip("\r\n")
+
+
+def _old_place(lines: list[str], block: yaml.MappingNode, m: LineMove) -> int | None:
+    """The row to insert after so the line sits between its old neighbours again, when either
+    is still a one-line entry of the block (``after`` first); None when neither is."""
+    kv = _child(block, "tests")
+    if kv is None or not isinstance(kv[1], yaml.SequenceNode) or kv[1].flow_style:
+        return None
+    items = [n for n in kv[1].value if _end_line(n) == int(n.start_mark.line)]
+    by_text = {body_of(lines[int(n.start_mark.line)]): int(n.start_mark.line) for n in items}
+    if m.after is not None and m.after in by_text:
+        return by_text[m.after]
+    if m.before is not None and m.before in by_text:
+        return by_text[m.before] - 1
+    return None
 
 
 def _indent(line: str) -> str:

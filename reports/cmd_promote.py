@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +40,10 @@ recorded duration counts as the average), the diff is shown, and the edit is ver
 the file is re-parsed and re-scheduled from disk without the cache, and only if exactly
 the intended tests changed block is it put in place (atomically). Without --yes, a
 terminal asks before writing; elsewhere --yes is required. Exit 0 when written or
---dry-run, 1 when declined, 2 on bad input.
+--dry-run (also when the reader of the output went away, as with `| head -1`: the
+file is still written), 1 when declined (nothing written), 2 on bad input (nothing
+written). A line moved back (promote, then demote) returns between its old neighbours
+when they are still there, so the round trip gives the file back byte for byte.
 
 \b
 Examples:
@@ -72,6 +76,18 @@ def _options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _say(text: str) -> None:
+    """Print, but let a reader that went away (`| head -1`) not stop the edit: --yes asked for
+    it, and the exit code must say what happened to the file, not to the pipe."""
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def _run(opts: Any, direction: str, ids: tuple[str, ...], contexts: tuple[str, ...],
          dry_run: bool, create_block: bool, budget_minutes: float, yes: bool, fmt: str) -> int:
     index = opts.index()
@@ -79,12 +95,12 @@ def _run(opts: Any, direction: str, ids: tuple[str, ...], contexts: tuple[str, .
                       budget_minutes=budget_minutes)
     colour = use_colour()
     if fmt == "text":
-        click.echo(plan_text(plan, colour))
+        _say(plan_text(plan, colour))
     if dry_run:
         if fmt == "json":
-            click.echo(dump_json(plan_json(plan, ids, dry_run=True, applied=False)))
+            _say(dump_json(plan_json(plan, ids, dry_run=True, applied=False)))
         else:
-            click.echo("dry run: nothing changed")
+            _say("dry run: nothing changed")
         return EXIT_OK
     if not yes:
         if not _interactive():
@@ -95,10 +111,10 @@ def _run(opts: Any, direction: str, ids: tuple[str, ...], contexts: tuple[str, .
             return EXIT_FINDINGS
     apply_plan(index, plan)
     if fmt == "json":
-        click.echo(dump_json(plan_json(plan, ids, dry_run=False, applied=True)))
+        _say(dump_json(plan_json(plan, ids, dry_run=False, applied=True)))
     else:
         for ed in plan.edits:
-            click.echo(f"wrote {ed.path} (verified: only the moved tests changed block)")
+            _say(f"wrote {ed.path} (verified: only the moved tests changed block)")
     return EXIT_OK
 
 
