@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import glob
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import testdb
@@ -239,8 +240,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
         with _gc_paused():
             cached = _cache_get(key)
         if cached is not None:
-            cached.root = src.root
-            return cached
+            return _rerooted(cached, src)
     texts, hashes, read_errors, key = read or read_all(src)
     from testdb.schedule import build_schedule  # schedule imports this module
 
@@ -430,15 +430,42 @@ def _code_stamp() -> str:
 
 
 def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -> str:
+    """The plan's content: each input's role, name (root-relative, or absolute when given
+    outside the root) and sha256. Not the root: checkouts with the same plan share it."""
     h = hashlib.sha256(f"{testdb.__version__}|{_SCHEMA}|{_code_stamp()}".encode())
-    for rel in src.all_files():
-        h.update(f"{rel}\0{hashes.get(rel, '-')}\0".encode())
+    for f in fields(src):
+        if f.name == "root":
+            continue
+        value = getattr(src, f.name)
+        for rel in value if isinstance(value, tuple) else (value,) if value else ():
+            h.update(f"{f.name}\0{rel}\0{hashes.get(rel, '-')}\0".encode())
     for d in errors:
         h.update(str(d).encode())
     return h.hexdigest()
 
 
-_SCHEMA = 2
+_SCHEMA = 3
+_NO_ROOT = ""  # the root a cached index holds: the reader's own is put back when it is read
+
+
+def _rootless(index: Index) -> Index:
+    """What the cache keeps: the index without the writer's root. Every other path in it is
+    relative to the root (or absolute when the user named a file outside it, which is part
+    of the key), so another checkout with the same plan may read it."""
+    out = copy.copy(index)
+    out.root = _NO_ROOT
+    if index.sources is not None:
+        out.sources = replace(index.sources, root=_NO_ROOT)
+    return out
+
+
+def _rerooted(cached: Index, src: Sources) -> Index:
+    """A cached index as this checkout's: its root and sources are the reader's (the key
+    proves the same files under the same names with the same contents)."""
+    cached.root = src.root
+    if cached.sources is not None:
+        cached.sources = src
+    return cached
 
 
 def _cache_get(key: str) -> Index | None:
@@ -458,7 +485,7 @@ def _cache_put(key: str, index: Index) -> None:
     import pickle
 
     try:
-        payload = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(_rootless(index), protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, RecursionError):
         return
     write_cache(os.path.join(cache_dir(), f"index-{key}.pickle"), payload)
