@@ -85,7 +85,8 @@ def comment(opts: Any, audit_file: str | None, base: str | None, head: str | Non
     from reports.github import upsert_comment
 
     assert repo is not None and pr is not None
-    res = upsert_comment(repo, pr, body, token=token, api_url=api_url)
+    res = upsert_comment(repo, pr, body, token=token, api_url=api_url,
+                         on_retry=lambda line: click.echo(f"comment: {line}", err=True))
     if fmt == "json":
         click.echo(dump_json({"schema": "testdb-audit/comment@1", "action": res.action,
                               "id": res.id, "url": res.url, "chars": len(body)}))

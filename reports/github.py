@@ -90,6 +90,8 @@ class _Transient:
     what: str
     wait: float | None
     maybe_applied: bool
+    url: str = ""
+    no_answer: bool = False  # nothing answered at all (refused, timed out, DNS)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -107,11 +109,12 @@ def upsert_comment(
     token: str,
     api_url: str = "https://api.github.com",
     marker: str = DEFAULT_MARKER,
-    sleep: Callable[[float], object] = time.sleep,
+    sleep: Callable[[float], object] | None = None,
     max_retries: int = 5,
     max_wait: float = 600.0,
     timeout: float = 30.0,
     clock: Callable[[], float] = time.time,
+    on_retry: Callable[[str], object] | None = None,
 ) -> CommentResult:
     """Create or update the one comment on `repo`#`pr` that carries `marker`.
 
@@ -119,7 +122,8 @@ def upsert_comment(
     `max_retries` retries per step and `max_wait` seconds of sleeping in all). A POST whose
     answer was lost is never repeated blindly: the comments are listed again first, so
     retries cannot leave two comments. Raises ExternalError when GitHub refuses, InputError or
-    UsageError for bad arguments; none of them ever contains the token.
+    UsageError for bad arguments; none of them ever contains the token. ``on_retry`` gets one
+    line per retry (attempt, reason, wait): the library never prints.
     """
     token = token.strip()
     _check_arguments(repo, pr, token, api_url, marker, max_retries)
@@ -131,7 +135,8 @@ def upsert_comment(
             hint="shorten the report (fewer rows, or link to the full HTML report)",
         )
     session = _Session(
-        repo, pr, token, api_url.rstrip("/"), sleep, clock, max_retries, max_wait, timeout
+        repo, pr, token, api_url.rstrip("/"), sleep or time.sleep, clock, max_retries, max_wait,
+        timeout, on_retry,
     )
     posted = False  # a POST may have landed even though its answer never reached us
     attempt = 0
@@ -203,7 +208,9 @@ class _Session:
         max_retries: int,
         max_wait: float,
         timeout: float,
+        on_retry: Callable[[str], object] | None = None,
     ) -> None:
+        self._on_retry = on_retry
         self._repo = repo
         self._pr = pr
         self._token = token
@@ -258,10 +265,18 @@ class _Session:
     def pause(self, failure: _Transient, attempt: int) -> None:
         """Sleep before retry number `attempt` + 1, or raise when the budget is spent."""
         if attempt >= self._max_retries:
+            where = failure.url.split("?", 1)[0] or self._api_url
+            if failure.no_answer:
+                # Nothing answered: the URL or the network is wrong far more often than GitHub.
+                lead = ""
+                hint = (f"nothing answered at {self._api_url}; check --api-url and that this "
+                        "machine can reach it")
+            else:
+                lead, hint = "GitHub kept failing: ", _OUTAGE_HINT
             raise self._error(
-                f"GitHub kept failing: {failure.what} "
+                f"{where}: {lead}{failure.what} "
                 f"(gave up after {attempt + 1} attempts and {self._waited:g}s of waiting)",
-                _OUTAGE_HINT,
+                hint,
             )
         if failure.wait is None:
             wait = min(_BACKOFF_BASE * 2**attempt, _BACKOFF_CAP)
@@ -274,7 +289,11 @@ class _Session:
                 "of the retry budget",
                 "re-run the job after the limit resets",
             )
-        _log.info("%s; retrying in %gs", self._redact(failure.what), wait)
+        line = (f"attempt {attempt + 1} of {self._max_retries + 1} failed: "
+                f"{self._redact(failure.what)}; retrying in {wait:g}s")
+        _log.info("%s", line)
+        if self._on_retry is not None:
+            self._on_retry(line)
         self._sleep(wait)
         self._waited += wait
 
@@ -312,16 +331,19 @@ class _Session:
             response = _Response(exc.code, exc.headers, _lenient_json(raw))
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            return _Transient(f"{what}: no answer ({type(reason).__name__}: {reason})", None, True)
-        return self._classify(response, what)
+            return _Transient(f"{what}: no answer ({type(reason).__name__}: {reason})", None, True,
+                              url, no_answer=True)
+        return self._classify(response, what, url)
 
-    def _classify(self, response: _Response, what: str) -> _Response | _Transient:
+    def _classify(self, response: _Response, what: str, url: str) -> _Response | _Transient:
         status = response.status
         if status >= 500:
-            return _Transient(f"{what}: GitHub answered {status} {_message(response)}", None, True)
+            return _Transient(f"{what}: GitHub answered {status} {_message(response)}", None, True,
+                              url)
         wait = _rate_limit_wait(response, self._clock())
         if wait is not None:
-            return _Transient(f"{what}: rate limited ({status} {_message(response)})", wait, False)
+            return _Transient(f"{what}: rate limited ({status} {_message(response)})", wait, False,
+                              url)
         return response
 
     # -- answers and errors ----------------------------------------------------------------

@@ -216,6 +216,46 @@ def test_connection_refused_is_retried_then_reported(sleeps: list[float]) -> Non
     assert sleeps == [1.0, 2.0]
 
 
+def test_each_retry_is_one_line_and_the_final_error_names_the_url(sleeps: list[float]) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    lines: list[str] = []
+    url = f"http://127.0.0.1:{port}"
+    with pytest.raises(ExternalError) as info:
+        upsert_comment(REPO, PR, "x", token=TOKEN, api_url=url, sleep=sleeps.append,
+                       max_retries=2, on_retry=lines.append)
+    assert [ln.split(" failed:")[0] for ln in lines] == ["attempt 1 of 3", "attempt 2 of 3"]
+    assert all("Connection refused" in ln for ln in lines)
+    assert lines[0].endswith("retrying in 1s") and lines[1].endswith("retrying in 2s")
+    message = str(info.value)
+    assert message.startswith(f"{url}/repos/{REPO}/issues/{PR}/comments: ")
+    assert "githubstatus" not in message  # nothing answered: not GitHub's outage
+    assert f"nothing answered at {url}; check --api-url" in message
+
+
+def test_comment_post_prints_each_retry_on_stderr(run_cli: Any, tmp_path: Any,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import reports.github as github
+
+    monkeypatch.setattr(github.time, "sleep", lambda s: None)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    audit = tmp_path / "audit.json"
+    from tests.conftest import EXAMPLE
+
+    assert run_cli("--root", EXAMPLE, "audit", "--diff", f"{EXAMPLE}/pr.diff", "--format",
+                   "json", "-o", str(audit)).code in (0, 1)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    res = run_cli("comment", "--audit", str(audit), "--post", "--repo", REPO, "--pr", str(PR),
+                  "--api-url", f"http://127.0.0.1:{port}")
+    assert res.code == 2
+    retries = [ln for ln in res.err.splitlines() if ln.startswith("comment: attempt ")]
+    assert len(retries) == 5  # the default 5 retries, one line each, before the error
+    assert f"error: http://127.0.0.1:{port}/repos/{REPO}" in res.err
+
+
 # -- idempotence: never two comments -------------------------------------------------------
 
 
