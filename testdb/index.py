@@ -43,6 +43,8 @@ class Triggers:
 
     multi_gpu_paths: tuple[str, ...] = ()
     auto_trigger: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path prefix, stage-name tags)
+    # only_one_group_changed: (group, path prefixes), in the order L0_MergeRequest tries them
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -330,8 +332,8 @@ def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Inde
         index.stages, sdiags = _load_stages(texts[src.stages], src.stages, diags)
         diags.extend(sdiags)
     if src.triggers and src.triggers in texts:
-        index.triggers = _guard(lambda: _load_triggers(texts[src.triggers or ""], src.triggers
-                                                       or ""), diags, Triggers())
+        # Not a diagnostic: gates read from a broken file would be closed without a word.
+        index.triggers = _load_triggers(texts[src.triggers], src.triggers)
     if src.platform_facts and src.platform_facts in texts:
         index.platform_facts = _guard(lambda: _load_facts(texts[src.platform_facts or ""],
                                                           src.platform_facts or ""), diags, {})
@@ -387,10 +389,59 @@ def _safe_yaml(text: str, path: str) -> object:
         raise InputError("a number is too long to read", SourceLoc(path, 1)) from None
 
 
+# The sections a trigger file may hold: the three the tool reads, and the documentation
+# sections of ci/pr-triggers.yml (the facts they record, read by people, not by the tool).
+TRIGGER_SECTIONS = ("multi_gpu_file_changed", "auto_trigger_tags", "only_one_group_changed")
+TRIGGER_NOTES = ("sources", "stage_classification", "pre_merge_selection_order",
+                 "multi_gpu_approval_gate", "mako_args_from_stage_name", "platform_facts",
+                 "bot_flags_to_testFilter")
+
+
+def _check_trigger_shape(text: str, data: object, path: str) -> None:
+    """A trigger file that names no section the tool reads, or a key it does not know, is an
+    error: gates read from the wrong file are silently closed, and a closed gate can hide a
+    stage that runs (or make a verdict rest on a guess)."""
+    import yaml
+
+    from testdb.yamlnodes import compose, line_of
+
+    if not isinstance(data, dict):
+        raise InputError("PR trigger file must be a mapping", SourceLoc(path, 1),
+                         "give a file shaped like ci/pr-triggers.yml")
+    root = compose(text, path)
+    lines = ({str(k.value): line_of(k) for k, _ in root.value}
+             if isinstance(root, yaml.MappingNode) else {})
+    known = (*TRIGGER_SECTIONS, *TRIGGER_NOTES)
+    for key in data:
+        if str(key) not in known:
+            raise InputError(f"unknown key {str(key)!r} in the PR trigger file",
+                             SourceLoc(path, lines.get(str(key), 1)),
+                             f"use {', '.join(TRIGGER_SECTIONS)} (see ci/pr-triggers.yml)")
+    if not any(k in data for k in TRIGGER_SECTIONS):
+        raise InputError("the PR trigger file has none of "
+                         f"{', '.join(TRIGGER_SECTIONS)}", SourceLoc(path, 1),
+                         "give a file shaped like ci/pr-triggers.yml")
+    for key in TRIGGER_SECTIONS:
+        if key in data and data[key] is not None and not isinstance(data[key], dict):
+            raise InputError(f"{key} must be a mapping", SourceLoc(path, lines.get(key, 1)))
+    mg = data.get("multi_gpu_file_changed") or {}
+    paths = mg.get("related_paths", []) if isinstance(mg, dict) else []
+    if isinstance(paths, list) and not all(isinstance(p, str) for p in paths):
+        raise InputError("multi_gpu_file_changed.related_paths must be a list of path strings",
+                         SourceLoc(path, lines.get("multi_gpu_file_changed", 1)))
+    at = data.get("auto_trigger_tags") or {}
+    table = (at.get("map") or []) if isinstance(at, dict) else []
+    for row in table if isinstance(table, list) else ():
+        if not (isinstance(row, dict) and isinstance(row.get("path_prefix"), str)):
+            raise InputError("each auto_trigger_tags.map row needs a path_prefix string and "
+                             f"tags, got {row!r}"[:200],
+                             SourceLoc(path, lines.get("auto_trigger_tags", 1)))
+
+
 def _load_triggers(text: str, path: str) -> Triggers:
     data = _safe_yaml(text, path)
-    if not isinstance(data, dict):
-        raise InputError("PR trigger file must be a mapping", SourceLoc(path, 1))
+    _check_trigger_shape(text, data, path)
+    assert isinstance(data, dict)
     mg = data.get("multi_gpu_file_changed") or {}
     paths = mg.get("related_paths", []) if isinstance(mg, dict) else []
     at = data.get("auto_trigger_tags") or {}
@@ -406,7 +457,13 @@ def _load_triggers(text: str, path: str) -> Triggers:
                           tuple(str(t) for t in (tags if isinstance(tags, list) else [tags]))))
     if not isinstance(paths, list):
         raise InputError("multi_gpu_file_changed.related_paths must be a list", SourceLoc(path, 1))
-    return Triggers(tuple(str(p) for p in paths), tuple(rules))
+    og = data.get("only_one_group_changed") or {}
+    groups = (og.get("groups") or {}) if isinstance(og, dict) else {}
+    if not isinstance(groups, dict) or not all(isinstance(v, list) for v in groups.values()):
+        raise InputError("only_one_group_changed.groups must map a group to a list of path "
+                         "prefixes", SourceLoc(path, 1))
+    return Triggers(tuple(str(p) for p in paths), tuple(rules),
+                    tuple((str(g), tuple(str(p) for p in ps)) for g, ps in groups.items()))
 
 
 def _load_facts(text: str, path: str) -> dict[str, dict[str, object]]:
