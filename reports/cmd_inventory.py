@@ -41,14 +41,26 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
 
     if pytest_args and not collect:
         raise UsageError("pytest arguments need --collect")
+    if not cwd:  # an explicit --cwd names what to collect; otherwise a wrong --root says so
+        from reports.common import require_test_lists
+        from testdb.index import Sources
+
+        require_test_lists(Sources.discover(opts.root), opts.root)
     inv = build_static(opts.root)
     if collect:
-        from testdb.inventory.collect import collect as run_collect
+        from testdb.inventory.collect import collect_report
 
         where = cwd or os.path.join(opts.root, "tests", "integration", "defs")
-        collected = run_collect(where, list(pytest_args), prefix)
+        report = collect_report(where, list(pytest_args), prefix, import_root=opts.root)
+        collected = report.inventory
         inv = merge_inv(inv, collected) if merge else collected
-    data = {"schema": "testdb-audit/inventory@1", **inv.to_json()}
+        skipped = _skipped_notes(report.skipped, inv, merge)
+    # the inventory's own "schema" is its cache format number, not this document's
+    data = {"schema": "testdb-audit/inventory@1",
+            **{k: v for k, v in inv.to_json().items() if k != "schema"}}
+    if collect:
+        data["collection"] = {"skipped": [{"file": f, "reason": r, "static_items": n}
+                                          for f, r, n in skipped]}
     if output:
         from testdb.files import write_text_atomic
 
@@ -56,6 +68,11 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
     if fmt == "json":
         click.echo(dump_json(data))
         return 0
+    for file, reason, n in skipped if collect else ():
+        kept = (f"; its {n} item(s) below are the static ones" if n else
+                "; it has no static items either")
+        click.echo(f"note: collection found nothing in {file}: pytest skipped it ({reason})"
+                   + kept, err=True)
     items = list(inv)
     sources = Counter(i.source for i in items)
     click.echo(f"{len(inv.files())} test files, {len(items)} items "
@@ -63,3 +80,15 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
                f"{sum(1 for i in items if i.indeterminate)} indeterminate, "
                f"{len(inv.placeholders())} scopes that may hold tests not listed statically")
     return 0
+
+
+def _skipped_notes(skipped: tuple[tuple[str, str], ...], inv: Any, merge: bool
+                   ) -> list[tuple[str, str, int]]:
+    """(file, why pytest skipped it, static items kept for it) for each skipped test file."""
+    out = []
+    for nodeid, reason in skipped:
+        file = nodeid.split("::", 1)[0]
+        if not file.endswith(".py"):
+            continue  # a skipped directory or package: its files are reported one by one
+        out.append((file, reason, sum(1 for _ in inv.by_file(file)) if merge else 0))
+    return out

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import testdb
@@ -19,20 +20,47 @@ _TAIL_LINES = 40
 _NO_TESTS_COLLECTED = 5
 
 
+@dataclass(frozen=True)
+class Collection:
+    """What pytest collected, and the test files it skipped whole (file, reason): for those
+    collection says nothing, and a merged inventory keeps their static items."""
+
+    inventory: Inventory
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
 def collect(cwd: str, pytest_args: Sequence[str], prefix: str = "", *,
             python: str | None = None, env: Mapping[str, str] | None = None,
-            timeout: float | None = 1800) -> Inventory:
-    """The items ``python -m pytest --collect-only <pytest_args>`` collects in ``cwd``.
+            timeout: float | None = 1800, import_root: str | None = None) -> Inventory:
+    """The items ``python -m pytest --collect-only <pytest_args>`` collects in ``cwd``."""
+    return collect_report(cwd, pytest_args, prefix, python=python, env=env, timeout=timeout,
+                          import_root=import_root).inventory
+
+
+def collect_report(cwd: str, pytest_args: Sequence[str], prefix: str = "", *,
+                   python: str | None = None, env: Mapping[str, str] | None = None,
+                   timeout: float | None = 1800, import_root: str | None = None) -> Collection:
+    """The items ``python -m pytest --collect-only <pytest_args>`` collects in ``cwd``, and the
+    modules it skipped.
 
     ``pytest_args`` pass through untouched (paths, ``-p stubify_bindings``, ``-k``...).
     ``prefix`` goes before each node id and file (``unittest/`` for items collected from
-    ``tests/unittest``). Raises ExternalError with the tail of pytest's output when
-    collection fails; no test collected is an empty inventory, not an error.
+    ``tests/unittest``). ``import_root`` (the checkout) goes at the end of ``sys.path``, so the
+    project's own packages import from the checkout when they are not installed. Raises
+    ExternalError with the tail of pytest's output when collection fails; no test collected
+    is an empty inventory, not an error.
     """
     with tempfile.TemporaryDirectory(prefix="testdb-collect-") as tmp:
         out = os.path.join(tmp, "inventory.json")
         cmd = [python or sys.executable, "-m", "pytest", "--collect-only", "-q",
                "-p", PLUGIN, f"--testdb-inventory={out}", *pytest_args]
+        if not any(a == "--rootdir" or a.startswith("--rootdir=") for a in pytest_args):
+            # As CI runs it (`--rootdir <defs>`): ids are relative to where pytest runs, not
+            # to some enclosing project's pytest configuration.
+            cmd.append(f"--rootdir={os.path.abspath(cwd)}")
+        if import_root:
+            cmd.insert(cmd.index(f"--testdb-inventory={out}") + 1,
+                       f"--testdb-import-root={os.path.abspath(import_root)}")
         run_env = dict(os.environ if env is None else env)
         # The plugin must import from this checkout of testdb, whatever the target's sys.path.
         here = str(Path(testdb.__file__).resolve().parent.parent)
@@ -46,7 +74,7 @@ def collect(cwd: str, pytest_args: Sequence[str], prefix: str = "", *,
         output = (proc.stdout or "") + (proc.stderr or "")
         if proc.returncode not in (0, _NO_TESTS_COLLECTED) or not os.path.exists(out):
             if proc.returncode == _NO_TESTS_COLLECTED and not os.path.exists(out):
-                return Inventory()
+                return Collection(Inventory())
             tail = "\n".join(output.rstrip().splitlines()[-_TAIL_LINES:])
             raise ExternalError(
                 f"pytest collection failed in {cwd} (exit {proc.returncode}): "
@@ -55,7 +83,9 @@ def collect(cwd: str, pytest_args: Sequence[str], prefix: str = "", *,
                      "(e.g. -p stubify_bindings)")
         with open(out, encoding="utf-8") as f:
             data = json.load(f)
-    return inventory_from_plugin_json(data, prefix)
+    skipped = tuple((prefix + str(d.get("nodeid", "")), str(d.get("reason", "")))
+                    for d in data.get("skipped", ()) if isinstance(d, dict))
+    return Collection(inventory_from_plugin_json(data, prefix), skipped)
 
 
 def inventory_from_plugin_json(data: Mapping[str, object], prefix: str = "") -> Inventory:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from testdb.files import write_text_atomic
 SCHEMA = 1
 # One pytest run per process in the intended use (a subprocess); reset on configure anyway.
 _errors: list[dict[str, str]] = []
+_skipped: list[dict[str, str]] = []  # modules pytest skipped whole (importorskip, skip(allow...))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,15 +22,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--testdb-inventory", dest="testdb_inventory", default=None, metavar="PATH",
                     help="write the collected items (node id, file, line, markers, keywords) "
                          "as JSON to PATH")
+    group.addoption("--testdb-import-root", dest="testdb_import_root", default=None,
+                    metavar="DIR", help="append DIR to sys.path (after site-packages), so the "
+                                        "checkout's own packages import when not installed")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _errors.clear()
+    _skipped.clear()
+    root = config.getoption("testdb_import_root", None)
+    if root and root not in sys.path:
+        # Appended, not prepended: an installed package (with its compiled parts) still wins
+        # over the same package's sources in the checkout.
+        sys.path.append(root)
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed:
         _errors.append({"nodeid": report.nodeid, "error": str(report.longrepr)[-2000:]})
+    elif report.skipped:
+        longrepr = report.longrepr
+        reason = (str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3
+                  else str(longrepr))
+        _skipped.append({"nodeid": report.nodeid, "reason": reason.removeprefix("Skipped: ")})
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -40,6 +56,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         "rootdir": str(session.config.rootpath),
         "items": [_item_json(item) for item in session.items],
         "errors": list(_errors),
+        "skipped": list(_skipped),
     }
     write_text_atomic(path, json.dumps(data))
 
