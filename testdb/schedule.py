@@ -10,7 +10,7 @@ from testdb.grammar import Entry
 from testdb.index import Index
 from testdb.matching import match
 from testdb.model import Block, Context, QaList
-from testdb.shards import least_duration, shard_durations
+from testdb.shards import item_sort_name, least_duration, shard_durations
 from testdb.stages import Stage, pr_class, stage_facts
 
 VERDICTS = ("pre-merge", "gated", "post-merge-only", "qa-only", "waived", "unscheduled")
@@ -126,9 +126,18 @@ class WaiveIndex:
 
 
 def duration_key(entry: Entry, durations: dict[str, float]) -> str:
+    """The key the entry's recorded duration is under: ``.test_durations`` records a unit-test
+    line by its text (the CI item id is accepted too), every other line by its node id."""
     if entry.test in durations or not entry.is_unittest:
         return entry.test
     return entry.ci_node_id if entry.ci_node_id in durations else entry.test
+
+
+def item_name(entry: Entry) -> str:
+    """``str()`` of the entry's CI item, which pytest-split sorts ties by: a unit-test line is
+    the item ``test_unittests.py::test_unittests_v2[LINE]``, so ``<Function test_unittests_v2[
+    LINE]>`` (not the text after the last ``::`` of LINE)."""
+    return item_sort_name(entry.ci_node_id)
 
 
 class Placements(Mapping[str, list[Placement]]):
@@ -236,8 +245,9 @@ def build_schedule(index: Index) -> Schedule:
                         seen.add(e.test)
                         rendered.append((block, pos))
             ids = [duration_key(b.entries[p], index.durations) for b, p in rendered]
+            names = [item_name(b.entries[p]) for b, p in rendered]
             rendered_cache[key] = (rendered, ids, least_duration(ids, index.durations,
-                                                                 stage.splits))
+                                                                 stage.splits, names))
         rendered, ids, groups = rendered_cache[key]
         ss.context_entries = len(rendered)
         if not 1 <= stage.split_id <= stage.splits:

@@ -15,9 +15,14 @@ def item_sort_name(nodeid: str) -> str:
     return f"<Function {last}>"
 
 
-def least_duration(nodeids: Sequence[str], durations: dict[str, float], splits: int
-                   ) -> list[list[int]]:
+def least_duration(nodeids: Sequence[str], durations: dict[str, float], splits: int,
+                   names: Sequence[str] | None = None) -> list[list[int]]:
     """Indices of ``nodeids`` in each of ``splits`` groups, in their original order.
+
+    ``nodeids`` are the keys the durations are looked up by; ``names`` are the items' ``str()``
+    that pytest-split sorts ties by (default: ``item_sort_name`` of each node id). A unit-test
+    line's item is ``test_unittests.py::test_unittests_v2[LINE]`` whatever key its duration is
+    recorded under, so callers pass ``item_sort_name(entry.ci_node_id)`` for it.
 
     Re-implemented rather than imported because pytest-split needs live pytest items; the test
     suite checks this against pytest-split itself on the real corpus. Unknown durations get the
@@ -25,8 +30,11 @@ def least_duration(nodeids: Sequence[str], durations: dict[str, float], splits: 
     """
     if splits < 1:
         raise ValueError("splits must be >= 1")
+    if names is not None and len(names) != len(nodeids):
+        raise ValueError("names must give one item name per node id")
     avg = average_duration(nodeids, durations)
-    indexed = [(item_sort_name(n), durations.get(n, avg), i) for i, n in enumerate(nodeids)]
+    sort_names = names if names is not None else [item_sort_name(n) for n in nodeids]
+    indexed = [(sort_names[i], durations.get(n, avg), i) for i, n in enumerate(nodeids)]
     indexed.sort(key=lambda t: t[0])  # stable: same-name items keep list order
     indexed.sort(key=lambda t: t[1], reverse=True)
     heap = [(0.0, g) for g in range(splits)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -10,12 +11,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tdb_helpers import corpus
+from tdb_helpers import corpus, write_checkout
 
+from testdb.grammar import Entry
 from testdb.matching import match
-from testdb.schedule import duration_key
+from testdb.schedule import duration_key, item_name
 from testdb.shards import average_duration, item_sort_name, least_duration, shard_durations
-from testdb.stages import stage_facts
+from testdb.stages import Stage, stage_facts
 
 pytest_split = pytest.importorskip("pytest_split.algorithms")
 
@@ -71,41 +73,147 @@ def test_ties_agree_with_pytest_split(splits: int) -> None:
     assert least_duration(ids, d, splits) == pytest_split_groups(ids, d, splits)
 
 
-def rendered_ids(stage_name: str) -> list[str]:
-    """The stage's context rendered for the stage, in list order, first occurrence wins."""
+# ---- the corpus: every multi-shard stage group against pytest-split itself ---------------------
+
+# CI turns each `unittest/...` line into an item of `test_unittests.py::test_unittests_v2`,
+# parametrized by the line (`pytest_generate_tests` in tests/integration/defs/conftest.py of
+# TensorRT-LLM: `metafunc.parametrize("case", lines, ids=lambda x: x)`). This harness is our own
+# imitation of that shape; real pytest collects it, so `str(item)` below is pytest's, not ours.
+UNITTEST_HARNESS = {
+    "test_unittests.py": "def test_unittests_v2(case):\n    pass\n",
+    "conftest.py": textwrap.dedent("""\
+        import json
+        import os
+
+
+        def pytest_generate_tests(metafunc):
+            if metafunc.definition.function.__name__ != "test_unittests_v2":
+                return
+            with open(os.environ["UT_LINES"], encoding="utf-8") as f:
+                lines = [ln.strip() for ln in f if ln.startswith("unittest/")]
+            metafunc.parametrize("case", lines, ids=lambda x: x)
+
+
+        def pytest_collection_finish(session):
+            with open(os.environ["UT_ITEMS"], "w", encoding="utf-8") as f:
+                json.dump([[it.nodeid, str(it)] for it in session.items], f)
+        """),
+}
+
+
+def stage_groups() -> dict[tuple[str, tuple[int, ...], int], list[Stage]]:
+    """Stages that render the same list into the same number of shards, by (context, blocks,
+    splits): pytest-split splits that list once and each stage runs its own group."""
     idx = corpus()
-    stage = next(s for s in idx.stages if s.name == stage_name)
-    facts = stage_facts(stage, idx.platform_facts)
-    seen: dict[str, None] = {}
-    for block in idx.contexts[stage.context].blocks:
-        if match(block.condition, facts).ok:
-            for e in block.entries:
-                seen.setdefault(e.test, None)
-    tests = list(seen)
-    by_test = {e.test: e for b in idx.contexts[stage.context].blocks for e in b.entries}
-    return [duration_key(by_test[t], idx.durations) for t in tests]
+    groups: dict[tuple[str, tuple[int, ...], int], list[Stage]] = {}
+    for st in idx.stages:
+        ctx = idx.contexts.get(st.context)
+        if st.disabled or ctx is None or ctx.kind != "l0" or not 1 <= st.split_id <= st.splits:
+            continue
+        facts = stage_facts(st, idx.platform_facts)
+        blocks = tuple(b.index for b in ctx.blocks if match(b.condition, facts).ok)
+        groups.setdefault((ctx.name, blocks, st.splits), []).append(st)
+    return groups
 
 
-def corpus_stages() -> list[str]:
+def rendered(context: str, blocks: tuple[int, ...]) -> list[Entry]:
+    """The list rendered for a group, in list order; pytest runs a repeated id once."""
+    seen: dict[str, Entry] = {}
+    for b in corpus().contexts[context].blocks:
+        if b.index in blocks:
+            for e in b.entries:
+                seen.setdefault(e.test, e)
+    return list(seen.values())
+
+
+@pytest.fixture(scope="module")
+def unittest_items(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
+    """Unit-test line -> (node id, str(item)) of the item real pytest collects for it."""
+    lines = sorted({e.test for (ctx, blocks, _) in stage_groups() for e in rendered(ctx, blocks)
+                    if e.is_unittest})
+    root = write_checkout(tmp_path_factory.mktemp("ut_harness"), UNITTEST_HARNESS)
+    (root / "list.txt").write_text("".join(f"{ln}\n" for ln in lines), encoding="utf-8")
+    env = {**os.environ, "UT_LINES": str(root / "list.txt"), "UT_ITEMS": str(root / "items.json")}
+    subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                    "no:cacheprovider", "test_unittests.py"], cwd=root, env=env,
+                   capture_output=True, text=True, check=True)
+    items = json.loads((root / "items.json").read_text(encoding="utf-8"))
+    assert len(items) == len(lines) > 100
+    return {line: (nodeid, name) for line, (nodeid, name) in zip(lines, items, strict=True)}
+
+
+class Item:
+    """What pytest-split reads from an item: ``nodeid`` and ``str(item)``."""
+
+    def __init__(self, nodeid: str, name: str) -> None:
+        self.nodeid, self.name = nodeid, name
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def test_unittest_lines_are_items_of_test_unittests_v2(
+        unittest_items: dict[str, tuple[str, str]]) -> None:
+    """Real pytest names each line's item as CI does; the tool sorts ties by that name."""
+    entries = {e.test: e for (c, b, _) in stage_groups() for e in rendered(c, b) if e.is_unittest}
+    for line, (nodeid, name) in unittest_items.items():
+        assert nodeid == entries[line].ci_node_id == f"test_unittests.py::test_unittests_v2[{line}]"
+        assert name == item_name(entries[line]) == f"<Function test_unittests_v2[{line}]>"
+    # the trap: a line naming a test function is not sorted by that function's name
+    line = next(ln for ln in unittest_items if "::" in ln)
+    assert item_name(entries[line]) != item_sort_name(line)
+
+
+def test_every_multi_shard_group_agrees_with_pytest_split(
+        unittest_items: dict[str, tuple[str, str]]) -> None:
+    """pytest-split's own least_duration on each group's items puts every item in the shard
+    the tool's schedule runs it in. Durations are looked up by the key `.test_durations`
+    records the line under (the tool's reading; see docs/semantics.md)."""
     idx = corpus()
-    return [s.name for s in idx.stages if not s.disabled and s.context in idx.contexts
-            and idx.contexts[s.context].kind == "l0"]
+    algo = pytest_split.Algorithms.least_duration.value
+    checked, groups, moved_by_old_rule = 0, 0, 0
+    for (ctx, blocks, splits), stages in stage_groups().items():
+        if splits < 2:
+            continue
+        groups += 1
+        entries = rendered(ctx, blocks)
+        items, durations = [], {}
+        for e in entries:
+            nodeid, name = unittest_items[e.test] if e.is_unittest else (e.test, str(FakeItem(
+                e.test)))
+            key = duration_key(e, idx.durations)
+            if key in idx.durations:
+                durations[nodeid] = idx.durations[key]
+            items.append(Item(nodeid, name))
+        theirs = {id(it): g + 1 for g, grp in enumerate(algo(splits, items, durations))
+                  for it in grp.selected}
+        ours: dict[str, int] = {}
+        for st in stages:
+            for e in idx.schedule.stages[st.name].entries:
+                assert ours.setdefault(e.test, st.split_id) == st.split_id, (st.name, e.test)
+        for e, it in zip(entries, items, strict=True):
+            assert ours.get(e.test) == theirs[id(it)], (stages[0].name, e.test)
+            checked += 1
+        ids = [duration_key(e, idx.durations) for e in entries]
+        old = least_duration(ids, idx.durations, splits)  # sorted by the text after `::`
+        moved_by_old_rule += sum(ours[e.test] != g + 1 for g, grp in enumerate(old)
+                                 for e in (entries[i] for i in grp))
+    assert (groups, checked) == (43, 780)
+    assert moved_by_old_rule == 63  # the items issue 14 found in another shard
 
 
-def test_every_corpus_stage_agrees_with_pytest_split() -> None:
+def test_every_corpus_stage_runs_its_pytest_split_group() -> None:
+    """Single-shard stages too: the schedule runs exactly its group of the rendered list."""
     idx = corpus()
     checked = 0
-    for name in corpus_stages():
-        stage = next(s for s in idx.stages if s.name == name)
-        ids = rendered_ids(name)
-        ours = least_duration(ids, idx.durations, stage.splits)
-        theirs = pytest_split_groups(ids, idx.durations, stage.splits)
-        assert ours == theirs, name
-        # and the schedule runs exactly pytest-split's group for this stage's split id
-        ss = idx.schedule.stages[name]
-        want = [ids[i] for i in theirs[stage.split_id - 1]]
-        assert [duration_key(e, idx.durations) for e in ss.entries] == want, name
-        checked += 1
+    for (ctx, blocks, splits), stages in stage_groups().items():
+        entries = rendered(ctx, blocks)
+        ids = [duration_key(e, idx.durations) for e in entries]
+        groups = least_duration(ids, idx.durations, splits, [item_name(e) for e in entries])
+        for st in stages:
+            want = [entries[i].test for i in groups[st.split_id - 1]]
+            assert [e.test for e in idx.schedule.stages[st.name].entries] == want, st.name
+            checked += 1
     assert checked > 150
 
 
