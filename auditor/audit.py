@@ -60,6 +60,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
         "checkout_side": change.checkout_side,
         "data_files": dict(sorted(index.files.items())),
     }, gates=aud.gates.to_json())
+    if not change.files:
+        result.notes.append("the change is empty: no file differs")
     py_src = [f for f in change.files if f.path.endswith(".py") and not is_test_path(f.path)]
     py_tests = [f for f in change.files if f.path.endswith(".py") and is_test_path(f.path)]
     lists = [f for f in change.files if f.path.startswith(LISTS_DIR)]
@@ -86,7 +88,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
             result.findings.append(Finding(
                 "warning", "guard-demoted", lc["path"], lc["line"],
                 f"{lc['test']} moved from a pre_merge to a post_merge block of {lc['context']}: "
-                "it no longer reports before merge", guards=(lc["test"],)))
+                "it no longer reports before merge", guards=(lc["test"],),
+                headline=f"{lc['test']} moved to post-merge"))
     for tok in sorted(aud.common_tokens):
         result.notes.append(f"token {tok!r} names {aud.value_count(tok)} parametrizations, "
                             f"more than {MAX_TOKEN_PARAMS}: too common to link by parameter")
@@ -194,4 +197,13 @@ def _warn_half_guard(aud: Auditor, b: Behaviour, g: Guard, result: Audit) -> Non
     if any((f.path, f.line, f.guards[:1]) == (key[0], key[1], (key[2],)) for f in result.findings):
         return
     result.findings.append(Finding("warning", "post-merge-guard", path, line, msg,
-                                   function=b.qualname, guards=(g.test_id,), stages=stages))
+                                   function=b.qualname, guards=(g.test_id,), stages=stages,
+                                   headline=f"the {token} half of the guard {_only(g)}"))
+
+
+def _only(g: Guard) -> str:
+    """Where a guard that misses this PR's pipeline does run, in a few words."""
+    classes = {r.pr_class for r in g.runs if not r.waived}
+    if "post-merge" in classes:
+        return "runs only post-merge"
+    return "runs only in QA" if classes == {"qa"} else "does not run in this PR's pipeline"

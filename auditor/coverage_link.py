@@ -24,23 +24,21 @@ def context_to_id(ctx: str, known: set[str]) -> str | None:
 
 def covering_tests(data_file: str, root: str, path: str, lines: set[int], known: set[str]
                    ) -> list[str]:
-    try:
-        from coverage import CoverageData
-        from coverage.exceptions import CoverageException
-    except ImportError:
-        raise InputError("--coverage needs the coverage package", SourceLoc(data_file),
-                         "pip install coverage") from None
+    from coverage import CoverageData  # a runtime dependency; imported only for --coverage
+    from coverage.exceptions import CoverageException
+
     if not os.path.isfile(data_file):
         raise InputError("coverage data file not found", SourceLoc(data_file))
     data = CoverageData(basename=data_file)
-    target = os.path.normpath(os.path.join(os.path.realpath(root), path))
+    base = os.path.realpath(root)
+    target = os.path.normpath(os.path.join(base, path))
     found: set[str] = set()
     # A damaged file fails deep inside coverage.py or sqlite3 (bad rows, missing tables, NUL in
     # paths, numbits that are not bytes): every such failure is a bad input, not our bug.
     try:
         data.read()
         for f in data.measured_files():
-            if os.path.normpath(os.path.realpath(f)) != target and not f.endswith("/" + path):
+            if not measures(f, base, target, path):
                 continue
             by_line = data.contexts_by_lineno(f)
             for ln in lines:
@@ -54,3 +52,13 @@ def covering_tests(data_file: str, root: str, path: str, lines: set[int], known:
                          "pass the .coverage file `coverage run --context=...` or pytest-cov "
                          "wrote") from None
     return sorted(found)
+
+
+def measures(measured: str, base: str, target: str, path: str) -> bool:
+    """Whether a measured file name is the changed file ``path``. A relative name
+    (``relative_files = True``, the portable form CI writes) is relative to the checkout root,
+    never to the current directory; an absolute one from another machine matches by suffix."""
+    if not os.path.isabs(measured):
+        return os.path.normpath(os.path.realpath(os.path.join(base, measured))) == target
+    return (os.path.normpath(os.path.realpath(measured)) == target
+            or measured.endswith("/" + path))

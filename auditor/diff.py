@@ -51,6 +51,17 @@ class Change:
         return [f.path for f in self.files]
 
 
+def _require_repo(root: str) -> None:
+    """git's own answer outside a repository is `git diff --no-index`'s usage text: say it."""
+    try:
+        proc = subprocess.run(["git", "-C", root, "rev-parse", "--git-dir"], capture_output=True,
+                              text=True, timeout=120, check=False)
+    except FileNotFoundError:
+        raise ExternalError("git is not installed", hint="install git or use --diff FILE") from None
+    if proc.returncode != 0 and "not a git repository" in proc.stderr.lower():
+        raise InputError(f"{root} is not a git repository", hint="use --diff FILE")
+
+
 def _git(root: str, *args: str) -> str:
     try:
         proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
@@ -70,11 +81,26 @@ def _strip(path: str | None) -> str | None:
 
 
 def _parse(text: str, shown: str) -> PatchSet:
+    text = _lf(text)
     try:
-        return PatchSet(text)
+        patch = PatchSet(text)
     except UnidiffParseError as exc:
         raise InputError(f"not a unified diff: {exc}", SourceLoc(shown, 1),
                          "pass the output of `git diff` or `diff -u`") from None
+    if not len(patch) and text.strip():
+        # unidiff skips whatever is not a diff, so prose, HTML or JSON parse as "no change".
+        raise InputError("not a unified diff: no file header (--- a/PATH, +++ b/PATH) or hunk "
+                         "(@@) in it", SourceLoc(shown, 1),
+                         "pass the output of `git diff` or `diff -u`")
+    return patch
+
+
+def _lf(text: str) -> str:
+    """A diff whose every line ends in CRLF (a Windows editor, a mail client) as its LF form;
+    otherwise a ``\r`` ends up in the file names. A diff with LF headers is left alone: its
+    CRs belong to the files' own line endings."""
+    n = text.count("\n")
+    return text.replace("\r\n", "\n") if n and text.count("\r\n") == n else text
 
 
 def _line_sets(pf: PatchedFile) -> tuple[frozenset[int], frozenset[int]]:
@@ -86,6 +112,7 @@ def _line_sets(pf: PatchedFile) -> tuple[frozenset[int], frozenset[int]]:
 def from_git(root: str, base: str, head: str | None = None) -> Change:
     """Diff ``base...head`` (merge base, as a PR sees it) or base against the work tree."""
     rng = [f"{base}...{head}"] if head else [base]
+    _require_repo(root)
     text = _git(root, "diff", "--no-color", "--no-ext-diff", "-M", "-U3", *rng, "--")
     head_sha = _git(root, "rev-parse", head or "HEAD").strip()
     base_sha = _git(root, "rev-parse", base).strip()

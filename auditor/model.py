@@ -81,6 +81,7 @@ class Finding:
     function: str = ""
     guards: tuple[str, ...] = ()
     stages: tuple[str, ...] = ()  # shard stages that would run the missing guards
+    headline: str = ""  # a few words for the audit's first line ("the X half of ... post-merge")
 
 
 @dataclass

@@ -64,6 +64,9 @@ class Options:
 
             self._index = load(self.root, stages=self.stages, triggers=self.triggers,
                                platform_facts=self.platform_facts, use_cache=self.use_cache)
+            from reports.common import require_test_lists
+
+            require_test_lists(self._index.sources, self.root)
             # The index lives until the command exits: keep the cyclic GC from walking its
             # tens of thousands of records on every collection (that cost more than the load).
             gc.freeze()

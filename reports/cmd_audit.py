@@ -37,9 +37,13 @@ def audit_options(f: _F) -> _F:
         click.option("--base", help="Base revision: audit the change base...head (git)."),
         click.option("--head", help="Head revision (default: the work tree)."),
         click.option("--diff", "diff", type=click.Path(dir_okay=False),
-                     help="A unified diff; --root is its head side."),
+                     help="A unified diff (git diff, diff -u). The checkout under --root "
+                          "may be either side of it: the head side (diff already applied) or "
+                          "the base side (not yet applied); every hunk is checked against it "
+                          "(docs/audit.md)."),
         click.option("--coverage", type=click.Path(dir_okay=False),
-                     help="coverage.py data file with per-test contexts."),
+                     help="coverage.py data file with per-test contexts; relative file "
+                          "names (relative_files = True) are read against --root."),
         click.option("--rules", type=click.Path(dir_okay=False),
                      help="Path rules linking non-Python files to tests "
                           "(default: ci/audit-rules.yml under --root)."),

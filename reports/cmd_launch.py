@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ from reports.common import dump_json, format_option
 from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
 
 FAILING = {"failed", "error", "timeout", "cancelled", "preempted", "node-fail", "oom"}
+PLAN_SCHEMA = "testdb-audit/launch-plan@1"
+BOT_SCHEMA = "testdb-audit/bot-command@1"
 
 
 def _slurm_config(path: str | None) -> Any:
@@ -84,12 +87,16 @@ class _Live:
                                                            "https://api.github.com"),
               show_default="$GITHUB_API_URL or https://api.github.com",
               help="GitHub REST API base URL, for --post.")
+@click.option("--allow-not-runnable", is_flag=True,
+              help="Exit 0 even when planned tests could not run here (too few GPUs, a "
+                   "partition that cannot hold them).")
 @format_option("text", "json")
 @click.pass_obj
 def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
            dry_run: bool, run_dir: str | None, include_pre_merge: bool,
            slurm_config: str | None, wait: bool, status_dir: str | None, stage_list: bool,
-           post: bool, repo: str | None, pr: int | None, api_url: str, fmt: str) -> int:
+           post: bool, repo: str | None, pr: int | None, api_url: str,
+           allow_not_runnable: bool, fmt: str) -> int:
     """Run the guards that would not run before merge: on local GPUs, on Slurm, or by
     producing the PR bot command.
 
@@ -102,44 +109,26 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
       testdb launch --status testdb-runs/20261130-101500
       testdb launch --from audit.json --backend bot --post --repo NVIDIA/TensorRT-LLM --pr 123
     """
-    from auditor.launch.model import item_to_dict
-
     if status_dir:
         from auditor.launch import status
 
-        return _show(status(Path(status_dir)), fmt)
+        return _show(status(Path(status_dir)), fmt, allow_not_runnable)
     if bool(pattern) == bool(from_audit):
         raise UsageError("give a PATTERN or --from audit.json (one of them)")
     rows = _plan(opts, pattern, from_audit, include_pre_merge, run_dir)
     if not rows:
-        click.echo("nothing to launch: every selected guard already runs pre-merge")
+        note = "nothing to launch: every selected guard already runs pre-merge"
+        click.echo(dump_json({"schema": PLAN_SCHEMA, "items": [], "note": note})
+                   if fmt == "json" else note)
         return 0
     if backend == "bot":
-        from auditor.launch.plan import bot_command
-
-        cmd = bot_command(rows, replace=stage_list)
-        if not cmd:
-            raise UsageError("no CI stage runs the selected tests; the bot cannot run them")
-        click.echo(cmd)
-        if post:
-            _post(cmd, repo, pr, api_url)
-        return 0
-    if dry_run:
-        if fmt == "json":
-            click.echo(dump_json({"schema": "testdb-audit/launch-plan@1",
-                                  "items": [{**item_to_dict(r.item), "verdict": r.verdict,
-                                             "why": r.why, "entry": f"{r.entry.loc}"}
-                                            for r in rows]}))
-        else:
-            for r in rows:
-                i = r.item
-                click.echo(f"{i.test_id}\n  {r.verdict}; {r.why}; list line {r.entry.loc}\n"
-                           f"  gpus {i.gpus} {i.gpu_type or ''}  timeout {i.timeout_minutes} min"
-                           f"{'  ISOLATION' if i.isolation else ''}  expected "
-                           f"{f'{i.duration_s:.0f} s' if i.duration_s else 'unknown'}\n"
-                           f"  cd {i.cwd}\n  {' '.join(i.argv)}")
-        return 0
+        return _bot(rows, stage_list, post, repo, pr, api_url, fmt,
+                    *_pipeline_of(opts, from_audit))
     rdir = Path(run_dir or os.path.join("testdb-runs", time.strftime("%Y%m%d-%H%M%S")))
+    if dry_run:
+        config = _slurm_config(slurm_config) if backend == "slurm" else None
+        _dry_run(rows, rdir, config, fmt)
+        return 0
     _write_lists(rows)
     live = _Live()
     try:
@@ -154,7 +143,92 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
             results = LocalBackend().run([r.item for r in rows], rdir, progress=live)
     finally:
         live.close()
-    return _show(results, fmt)
+    return _show(results, fmt, allow_not_runnable)
+
+
+def _pipeline_of(opts: Any, from_audit: str | None) -> tuple[frozenset[str], Any]:
+    """The stages the PR's pipeline already starts and its own bot command: the audit's
+    (``--from``), or a plain ``/bot run`` of a PR that opens nothing."""
+    from testdb.botcmd import parse
+
+    if from_audit:
+        from reports.inputs import read_audit
+
+        data = read_audit(from_audit)
+        text = (data.get("provenance") or {}).get("bot_command")
+        return (frozenset((data.get("pipeline") or {}).get("started") or ()),
+                parse(text) if text else None)
+    from testdb.pipeline import pr_stages
+
+    index = opts.index()
+    return pr_stages(index.stages, index.triggers, []).started, None
+
+
+def _bot(rows: list[Any], stage_list: bool, post: bool, repo: str | None, pr: int | None,
+         api_url: str, fmt: str, started: frozenset[str] = frozenset(),
+         base: Any = None) -> int:
+    from auditor.launch.plan import bot_command, bot_stages
+
+    cmd = bot_command(rows, replace=stage_list, started=started, base=base)
+    if not cmd:
+        raise UsageError("no CI stage runs the selected tests; the bot cannot run them")
+    posted = _post(cmd, repo, pr, api_url) if post else None
+    if fmt == "json":
+        click.echo(dump_json({
+            "schema": BOT_SCHEMA, "command": cmd,
+            "stages": bot_stages(rows, replace=stage_list, started=started),
+            "tests": [r.item.test_id for r in rows],
+            "posted": ({"action": posted.action, "id": posted.id, "url": posted.url}
+                       if posted else None)}))
+    else:
+        click.echo(cmd)
+    return 0
+
+
+def shell_line(item: Any, junit: str, test_list: tuple[str, str] | None = None) -> str:
+    """One line that runs ``item`` as the launch would, safe to paste into a POSIX shell: every
+    word quoted (node ids hold ``[``, ``*``, spaces), the JUnit path filled in, the test list
+    written first when the command reads one."""
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in item.env)
+    cmd = shlex.join(item.command(junit))
+    steps = [f"cd {shlex.quote(item.cwd)}"]
+    if test_list is not None:
+        path, test = test_list
+        steps.insert(0, f"mkdir -p {shlex.quote(os.path.dirname(path) or '.')}")
+        steps.insert(1, f"printf '%s\\n' {shlex.quote(test)} > {shlex.quote(path)}")
+    steps.append(f"{env} {cmd}" if env else cmd)
+    return " && ".join(steps)
+
+
+def _test_list(row: Any) -> tuple[str, str] | None:
+    arg = next((a for a in row.item.argv if a.startswith("--test-list=")), None)
+    return (arg.split("=", 1)[1], row.entry.test) if arg else None
+
+
+def _dry_run(rows: list[Any], rdir: Path, config: Any, fmt: str) -> None:
+    """The plan, each run as a line a shell accepts; with a Slurm config, the sbatch line."""
+    from auditor.launch.model import item_to_dict, run_paths
+    from auditor.launch.slurmconfig import sbatch_dry_run
+
+    root = rdir.resolve()
+    docs = []
+    for r in rows:
+        i = r.item
+        junit = str(run_paths(root, i.key).junit)
+        line = shell_line(i, junit, _test_list(r))
+        doc = {**item_to_dict(i), "verdict": r.verdict, "why": r.why, "entry": f"{r.entry.loc}",
+               "junit": junit, "shell": line}
+        if config is not None:
+            doc["sbatch"] = sbatch_dry_run(i, config, root, line)
+        docs.append(doc)
+        if fmt != "json":
+            click.echo(f"{i.test_id}\n  {r.verdict}; {r.why}; list line {r.entry.loc}\n"
+                       f"  gpus {i.gpus} {i.gpu_type or ''}  timeout {i.timeout_minutes} min"
+                       f"{'  ISOLATION' if i.isolation else ''}  expected "
+                       f"{f'{i.duration_s:.0f} s' if i.duration_s else 'unknown'}\n"
+                       f"  {doc.get('sbatch') or line}")
+    if fmt == "json":
+        click.echo(dump_json({"schema": PLAN_SCHEMA, "run_dir": str(root), "items": docs}))
 
 
 def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_merge: bool,
@@ -186,7 +260,7 @@ def _write_lists(rows: list[Any]) -> None:
                 Path(path).write_text(r.entry.test + "\n", encoding="utf-8")
 
 
-def _show(results: Any, fmt: str) -> int:
+def _show(results: Any, fmt: str, allow_not_runnable: bool = False) -> int:
     from auditor.launch.model import result_to_dict
 
     if fmt == "json":
@@ -203,10 +277,22 @@ def _show(results: Any, fmt: str) -> int:
                    f"{os.path.join(results.run_dir, 'results.json')}")
     if results.interrupted:
         return 130
-    return EXIT_FINDINGS if any(r.outcome in FAILING for r in results.results) else 0
+    if any(r.outcome in FAILING for r in results.results):
+        return EXIT_FINDINGS
+    stuck = [r for r in results.results if r.outcome == "not-runnable"]
+    if stuck and not allow_not_runnable:
+        # A guard that could not run here has no result: that is no success.
+        n = len(results.results)
+        what = "none of the planned tests ran" if len(stuck) == n else (
+            f"{len(stuck)} of {n} planned tests did not run")
+        click.echo(f"error: {what}: not runnable here: {stuck[0].test_id}: {stuck[0].detail}"
+                   "; run them where they fit (--backend slurm, a bigger machine) or pass "
+                   "--allow-not-runnable", err=True)
+        return EXIT_FINDINGS
+    return 0
 
 
-def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> None:
+def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> Any:
     from reports.github import upsert_comment
 
     if not repo or not pr:
@@ -219,3 +305,4 @@ def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> None:
     res = upsert_comment(repo, pr, body, token=token, marker="<!-- testdb-audit-launch -->",
                          api_url=api_url)
     click.echo(f"{res.action} comment {res.url}", err=True)
+    return res

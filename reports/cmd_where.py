@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option, report_diagnostics, use_colour
+from reports.common import (
+    dump_json,
+    format_option,
+    report_diagnostics,
+    require_test_lists,
+    use_colour,
+)
 from reports.render_where import where_json, where_markdown, where_text
 
 
@@ -44,6 +50,7 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
 
         plan = locate(opts.root, stages=opts.stages, triggers=opts.triggers,
                       platform_facts=opts.platform_facts, use_cache=opts.use_cache)
+        require_test_lists(plan.src, opts.root)
         records, diagnostics = where_records(plan, pattern, use_cache=opts.use_cache)
     if fmt == "json":
         click.echo(dump_json(where_json(pattern, records)))

@@ -66,3 +66,12 @@ def report_diagnostics(diags: Iterable[Diagnostic], *, quiet_warnings: bool = Fa
     if len(shown) > limit:
         click.echo(f"... and {len(shown) - limit} more (see `testdb lint`)", err=True)
     return EXIT_BAD_INPUT if errors else 0
+
+
+def require_test_lists(src: Any, root: str) -> None:
+    """A --root without test lists is a wrong --root, not an empty plan: say so (exit 2)."""
+    from testdb.errors import InputError
+
+    if src is not None and not (src.testdb or src.qa_yaml or src.qa_txt):
+        raise InputError(f"no test lists under {root}",
+                         hint="pass --root (a checkout with tests/integration/test_lists)")

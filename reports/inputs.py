@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.model import AUDIT_SCHEMA
-from testdb.errors import InputError
+from testdb.errors import InputError, json_error
 
 _SEVERITIES = ("error", "warning", "info")
 
@@ -67,7 +67,7 @@ def _load(path: str, what: str) -> Any:
         raise InputError(f"{path}: the {what} holds a lone UTF-16 surrogate escape "
                          "(\\ud800-\\udfff)", hint="write valid Unicode text") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}",
+        raise InputError(f"{path}:{exc.lineno}: not JSON: {json_error(exc)}",
                          hint=f"expected the {what} written by testdb") from None
     except (RecursionError, ValueError):  # nesting past the stack; a 5,000-digit number
         raise InputError(f"{path}: unreadable JSON: it nests too deeply or holds a number "

@@ -6,7 +6,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, Guard
+from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
 
 
@@ -65,7 +65,24 @@ def summary(a: Audit) -> dict[str, Any]:
     n = len(a.behaviours)
     unguarded = sum(1 for b in a.behaviours if not b.guarded)
     return {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
-            "warnings": len(a.warnings), "sentence": verdict_sentence(n, unguarded)}
+            "warnings": len(a.warnings),
+            "sentence": with_warnings(verdict_sentence(n, unguarded),
+                                      [warning_phrase(f) for f in a.warnings])}
+
+
+def warning_phrase(f: Finding) -> str:
+    """A warning in a few words: its headline, else the message up to its first colon."""
+    text = f.headline or f.message.split(": ", 1)[0]
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def with_warnings(sentence: str, phrases: list[str], shown: int = 2) -> str:
+    """The first line never reads green when warnings exist: it names them."""
+    if not phrases:
+        return sentence
+    n = len(phrases)
+    more = f"; +{n - shown} more" if n > shown else ""
+    return f"{sentence}, {n} warning{'s' if n > 1 else ''}: {'; '.join(phrases[:shown])}{more}"
 
 
 def verdict_sentence(n: int, unguarded: int) -> str:
@@ -79,11 +96,18 @@ def verdict_sentence(n: int, unguarded: int) -> str:
     return f"{unguarded} of {n} {noun} {verb} no pre-merge guard"
 
 
+def headline_colour(s: dict[str, Any]) -> str:
+    """Green only for a clean audit; warnings make it yellow, anything unguarded red."""
+    if s["unguarded"] or s["errors"]:
+        return "red"
+    return "yellow" if s["warnings"] else "green"
+
+
 def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                width: int = 100) -> str:
     s = data["summary"]
     p = data["provenance"]
-    out = [paint(s["sentence"], "green" if not s["unguarded"] else "red", colour, bold=True)]
+    out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
     out.append(f"base {str(p.get('base') or '-')[:12]}  head {str(p.get('head') or '-')[:12]}  "
                f"diff {p.get('diff') or '-'}  gates: multi-GPU "
                f"{'open' if data['gates'].get('multi_gpu') else 'closed'}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import Enum
 
@@ -71,3 +72,10 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+
+
+def json_error(exc: json.JSONDecodeError) -> str:
+    """json's message with the whole position: its ``msg`` alone ends mid-sentence
+    ("Unterminated string starting at")."""
+    where = f"line {exc.lineno}, column {exc.colno}"
+    return f"{exc.msg} {where}" if exc.msg.endswith(" at") else f"{exc.msg} ({where})"

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import marshal
 import os
+import stat
 import tempfile
 import zlib
 from typing import BinaryIO
@@ -65,15 +66,18 @@ def confined(root: str, rel: str) -> str:
     return full
 
 
-def write_bytes_atomic(path: str, data: bytes) -> None:
+def write_bytes_atomic(path: str, data: bytes, *, mode: int | None = None) -> None:
     """Write via a temp file in the same directory and os.replace: a reader never sees half a
-    file, an interrupted write leaves the old one, and no temp file is left behind."""
+    file, an interrupted write leaves the old one, and no temp file is left behind. The file
+    is 0600 (mkstemp's mode) unless ``mode`` is given."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -91,7 +95,31 @@ def write_text_atomic(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), mode=user_file_mode(path))
+
+
+def user_file_mode(path: str) -> int:
+    """The mode ``>`` or ``cp`` would give: an existing file keeps its own, a new one gets
+    0666 less the umask (mkstemp's 0600 made reports unreadable to the rest of a team)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it (os.umask can only
+    be read by setting it, which races with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 _SEAL = b"testdb-cache\0"

@@ -86,10 +86,6 @@ class LocalBackend:
         run_dir = Path(run_dir).resolve()
         inventory = self._detect()
         results: dict[str, RunResult] = {}
-        for item in plan:
-            if item.gpus > len(inventory):
-                results[item.key] = self._not_runnable(item, inventory)
-        pending = [i for i in order_items(plan) if i.key not in results]
         default = default_duration(plan)
         running: dict[str, _Proc] = {}
         total = len(plan)
@@ -106,9 +102,12 @@ class LocalBackend:
             progress(make_progress("finished", results.values(), total, running=len(running),
                                    key=result.key, result=result))
 
-        for result in list(results.values()):
-            progress(make_progress("finished", results.values(), total, key=result.key,
-                                   result=result))
+        # One event per item as it is decided, so the count climbs 1/N, 2/N, ... even for
+        # items that never start.
+        for item in plan:
+            if item.gpus > len(inventory):
+                finish(self._not_runnable(item, inventory))
+        pending = [i for i in order_items(plan) if i.key not in results]
         try:
             while pending or running:
                 for key, proc in list(running.items()):

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from testdb.errors import InputError, SourceLoc
+from testdb.errors import InputError, SourceLoc, json_error
 from testdb.files import read_text, write_text_atomic
 
 RESULTS_SCHEMA = "testdb-audit/run-results@1"
@@ -264,7 +264,8 @@ def read_results(path: Path) -> RunResults:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", SourceLoc(str(path), exc.lineno),
+        raise InputError(f"not JSON: {json_error(exc)}",
+                         SourceLoc(str(path), exc.lineno),
                          "give the results.json a launch wrote") from None
     except ValueError:  # an integer of thousands of digits
         raise InputError("a number is too long to read", SourceLoc(str(path), 1)) from None

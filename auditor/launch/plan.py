@@ -145,11 +145,15 @@ def ids_from_pattern(index: Index, pattern: str, include_pre_merge: bool) -> lis
     return [r for r in rows if include_pre_merge or r[1] != "pre-merge"]
 
 
+def bot_stages(rows: list[PlanRow], replace: bool = False) -> list[str]:
+    """The exact shard stages that run the planned tests (all of them with ``replace``)."""
+    return sorted({s for r in rows for s in r.item.stages
+                   if replace or not _pre_merge_stage(s)})
+
+
 def bot_command(rows: list[PlanRow], replace: bool = False) -> str:
     """The PR bot command naming the exact shard stages that run the planned tests."""
-    stages = sorted({s for r in rows for s in r.item.stages
-                     if not _pre_merge_stage(s)} if not replace
-                    else {s for r in rows for s in r.item.stages})
+    stages = bot_stages(rows, replace)
     if not stages:
         return ""
     flag = "--stage-list" if replace else "--extra-stage"

@@ -104,6 +104,16 @@ def sbatch_argv(item: RunItem, config: SlurmConfig, script: Path, log: Path) -> 
     return tuple(argv)
 
 
+def sbatch_dry_run(item: RunItem, config: SlurmConfig, run_dir: Path, shell_line: str) -> str:
+    """The sbatch call a launch would make, as one line a shell accepts: the same options
+    (partition, gres, time, ...), the job's command passed with ``--wrap`` instead of the
+    script file a real launch writes first."""
+    argv = list(sbatch_argv(item, config, run_dir / "scripts" / f"{item.key}.sh",
+                            run_dir / "logs" / f"{item.key}.log"))
+    argv[-1] = f"--wrap={shell_line}"
+    return shlex.join(argv)
+
+
 def job_script(item: RunItem, junit: Path) -> str:
     """The batch script: go to the item's directory, set its environment, become the command.
 

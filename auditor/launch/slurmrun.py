@@ -19,7 +19,7 @@ from auditor.launch.model import (
     write_results,
 )
 from auditor.launch.slurmconfig import SlurmConfig
-from testdb.errors import InputError, SourceLoc
+from testdb.errors import InputError, SourceLoc, json_error
 from testdb.files import read_text
 
 STATE_SCHEMA = "testdb-audit/slurm-state@1"
@@ -79,7 +79,8 @@ def load_state(run_dir: Path) -> SlurmRun:
     try:
         doc = json.loads(read_text(str(path)))
     except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", SourceLoc(str(path), exc.lineno)) from None
+        raise InputError(f"not JSON: {json_error(exc)}", SourceLoc(str(path), exc.lineno)
+                         ) from None
     except (ValueError, RecursionError):  # a number of thousands of digits; deep nesting
         raise InputError("not a Slurm run state file", SourceLoc(str(path), 1)) from None
     if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA:
