@@ -9,10 +9,19 @@ from typing import Any
 import testdb
 from auditor.behaviour import Behaviour, behaviours, code_units, unit_at
 from auditor.diff import Change, FileChange, is_test_path
-from auditor.linking import MAX_FINDING_GUARDS, MAX_TOKEN_PARAMS, Auditor, test_file_id
+from auditor.evidence import Evidence, level_phrase
+from auditor.linking import (
+    MAX_FINDING_GUARDS,
+    MAX_TOKEN_PARAMS,
+    Auditor,
+    Judgement,
+    test_file_id,
+)
 from auditor.lists_diff import list_changes
-from auditor.model import TIERS, Audit, BehaviourResult, Finding, Guard, Run
+from auditor.model import Audit, BehaviourResult, Finding, Guard, Run
 from auditor.path_rules import PathRule, find_rules
+from auditor.suggest import suggest
+from testdb.botcmd import BotCommand
 from testdb.index import Index
 from testdb.query import match_ids
 
@@ -41,7 +50,7 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
             if u:
                 touched[u.qualname].append(ln)
         for q, lines in touched.items():
-            tids = aud._items_of(fid, q)
+            tids = aud.items_of(fid, q)
             for t in tids:
                 ids[t] = fid
             out.append({"path": fc.path, "function": q, "lines": lines, "status": fc.status,
@@ -50,16 +59,18 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
 
 
 def run_audit(index: Index, change: Change, *, inventory: Any = None,
-              coverage: str | None = None, rules: str | None = None) -> Audit:
-    """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout)."""
-    aud = Auditor(index, change, inventory, coverage=coverage)
+              coverage: str | None = None, rules: str | None = None,
+              bot: BotCommand | None = None) -> Audit:
+    """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout);
+    ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``)."""
+    aud = Auditor(index, change, inventory, coverage=coverage, bot=bot)
     path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
         "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,
         "base": change.base, "head": change.head, "diff": change.source,
-        "checkout_side": change.checkout_side,
+        "checkout_side": change.checkout_side, "bot_command": bot.text if bot else None,
         "data_files": dict(sorted(index.files.items())),
-    }, gates=aud.gates.to_json())
+    }, gates=aud.pipeline.gates.to_json(), pipeline=aud.pipeline.to_json())
     if not change.files:
         result.notes.append("the change is empty: no file differs")
     py_src = [f for f in change.files if f.path.endswith(".py") and not is_test_path(f.path)]
@@ -95,6 +106,7 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
                             f"more than {MAX_TOKEN_PARAMS}: too common to link by parameter")
     result.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f.severity],
                                         f.path, f.line))
+    result.suggestion = suggest(index, aud.pipeline, result.findings)
     return result
 
 
@@ -103,7 +115,7 @@ def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Aud
     """A non-Python file a path rule links: its guards are the tests the rule names."""
     b = Behaviour(fc.path, "", "<file>", "file", fc.status if fc.status != "renamed"
                   else "modified", 1, tuple(sorted(fc.added)), tuple(sorted(fc.removed)), ())
-    guards: dict[str, Guard] = {}
+    links: dict[str, Evidence] = {}
     listed = list(aud.index.schedule.placements)
     for rule in rules:
         for pattern in rule.tests:
@@ -111,64 +123,61 @@ def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Aud
             if not ids:
                 result.notes.append(f"path rule {rule.loc}: {pattern!r} names no listed test")
             for tid in ids:
-                guards.setdefault(tid, aud.guard(tid, "path-rule", f"path rule {rule.loc}",
-                                                 "strong"))
-    linked = sorted(guards.values(), key=lambda g: g.test_id)
-    return _judge(aud, b, {}, result, ({"path-rule": linked} if linked else {},
-                                       {"path-rule": len(linked)} if linked else {}))
+                links.setdefault(tid, Evidence(tid, "path-rule", 1, f"path rule {rule.loc}"))
+    return _judge(aud, b, {}, result, aud.judge_links(list(links.values())))
 
 
 def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audit,
-           linked: tuple[dict[str, list[Guard]], dict[str, int]] | None = None
-           ) -> BehaviourResult:
+           judged: Judgement | None = None) -> BehaviourResult:
+    """The verdict is the deciding level's (auditor.verdict.decide); findings follow it."""
     br = BehaviourResult(b.path, b.module, b.qualname, b.kind, b.status, b.line, b.added,
                          b.removed, b.tokens)
-    br.guards, br.guard_counts = linked if linked is not None else aud.link(b, changed_ids)
-    br.tier = next((t for t in TIERS if br.guards.get(t)), None)
+    j = judged if judged is not None else aud.judge(b, changed_ids)
+    d = j.decision
+    br.guards, br.guard_counts = j.guards, j.counts
     where = f"{b.qualname} ({b.path}:{b.line})"
-    if br.tier is None:
+    if d.level is None:
         br.verdict = "unguarded"
+        bad = (f"; the {len(d.invalid)} listed id(s) linked to it name no test in this "
+               "checkout" if d.invalid else "")
         result.findings.append(Finding("error", "no-guard", b.path, b.line,
-                                       f"{where} changed and no test is linked to it",
+                                       f"{where} changed and no test is linked to it" + bad,
                                        function=b.qualname))
         return br
-    tier_guards = br.guards[br.tier]
-    br.verdict, pre_merge, stages = aud.summarize(tier_guards)
-    br.pre_merge_guards = list(pre_merge)
+    br.tier, br.rank = d.level
+    br.verdict, br.deciding_count = d.verdict, len(d.deciding)
+    br.pre_merge_guards = list(d.pre_merge)
+    deciding = [g.test_id for gs in br.guards.values() for g in gs if br.decides(g)]
     if not br.guarded:
+        weaker = sorted({g.test_id for t, gs in br.guards.items() if t != "module" for g in gs
+                         if not br.decides(g) and g.effective == "pre-merge"})
+        context = (f"; {len(weaker)} weaker link(s) that run pre-merge are context, not guards "
+                   f"(e.g. {weaker[0]})" if weaker else "")
         result.findings.append(Finding(
             "error", "no-pre-merge-guard", b.path, b.line,
-            f"{where} has no pre-merge guard: its {len(tier_guards)} {br.tier}-tier guard(s) "
-            f"run at best {br.verdict}" + ("" if stages else "; no CI stage runs them"),
-            function=b.qualname,
-            guards=tuple(g.test_id for g in tier_guards[:MAX_FINDING_GUARDS]),
-            stages=tuple(stages)))
-    elif aud.unit_tests_only(tier_guards, br.pre_merge_guards):
-        heavy = aud.heavy_not_pre_merge(tier_guards)
-        if heavy:
-            result.findings.append(Finding(
-                "info", "thin-pre-merge-guard", b.path, b.line,
-                f"{where} is guarded pre-merge only by unit tests "
-                f"({', '.join(br.pre_merge_guards[:3])}); its {heavy} integration guard(s) "
-                "of the same evidence do not run pre-merge", function=b.qualname,
-                guards=tuple(br.pre_merge_guards[:MAX_FINDING_GUARDS])))
+            f"{where} has no pre-merge guard: its {level_phrase(d.level, len(d.deciding))} "
+            f"run at best {br.verdict}" + ("" if j.stages else "; no CI stage runs them")
+            + context, function=b.qualname, guards=tuple(deciding[:MAX_FINDING_GUARDS]),
+            stages=tuple(j.stages)))
+    elif j.thin:
+        result.findings.append(Finding(
+            "info", "thin-pre-merge-guard", b.path, b.line,
+            f"{where} is guarded pre-merge only by unit tests "
+            f"({', '.join(br.pre_merge_guards[:3])}); its {j.thin} integration guard(s) "
+            "of the same evidence do not run pre-merge", function=b.qualname,
+            guards=tuple(br.pre_merge_guards[:MAX_FINDING_GUARDS])))
     for g in br.guards.get("parameter", []):
-        if g.test_id in changed_ids and g.effective != "pre-merge":
+        if g.test_id in changed_ids and g.effective not in ("pre-merge", "invalid"):
             _warn_half_guard(aud, b, g, result)
     return br
 
 
 def _run_label(r: Run) -> str:
-    if r.pr_class == "qa":
+    """A stage run as the reviewer reads it: the stage and why this PR's pipeline starts it
+    or not (the pipeline's own reason, testdb.pipeline.pr_stages)."""
+    if r.kind == "qa":
         return r.stage  # "QA <list>"
-    if r.pr_class == "gated-multi-gpu":
-        why = "multi-GPU gate, " + ("opened by this PR" if r.opened else "closed for this PR")
-    elif r.pr_class.startswith("gated-auto-trigger:"):
-        tag = r.pr_class.split(":", 1)[1]
-        why = f"auto-trigger {tag}, " + ("opened by this PR" if r.opened else "not triggered")
-    else:
-        why = r.pr_class
-    return f"{r.stage} ({why})"
+    return f"{r.stage} ({'started' if r.started else 'not started'}: {r.why})"
 
 
 def _and(items: list[str]) -> str:
@@ -183,15 +192,15 @@ def _warn_half_guard(aud: Auditor, b: Behaviour, g: Guard, result: Audit) -> Non
     labels = sorted({_run_label(r) for r in g.runs if not r.waived})
     where = _and(labels[:6] + ([f"{len(labels) - 6} more"] if len(labels) > 6 else [])
                  ) if labels else "no CI stage"
-    stages = tuple(sorted({r.stage for r in g.runs if not r.waived and r.pr_class != "qa"}))
+    stages = tuple(sorted({r.stage for r in g.runs if not r.waived and r.kind != "qa"}))
     token = g.reason.split("=", 1)[-1].split(" ", 1)[0]
     msg = (f"the {token} half of your guard {base} won't report in this PR's pipeline: "
            f"{g.test_id[len(base):]} runs only in {where}")
     if sib_text:
         msg += f"; its sibling {sib_text}" if len(siblings) == 1 else f"; siblings: {sib_text}"
     # Point at the line that keeps it out of pre-merge: a post-merge entry before a gated one.
-    worst = sorted((r for r in g.runs if not r.waived and r.pr_class != "qa"),
-                   key=lambda r: (r.pr_class != "post-merge", r.path, r.line))
+    worst = sorted((r for r in g.runs if not r.waived and r.kind != "qa"),
+                   key=lambda r: (r.placement != "post-merge-only", r.path, r.line))
     path, line = (worst[0].path, worst[0].line) if worst else (b.path, b.line)
     key = (path, line, g.test_id)
     if any((f.path, f.line, f.guards[:1]) == (key[0], key[1], (key[2],)) for f in result.findings):
@@ -203,7 +212,7 @@ def _warn_half_guard(aud: Auditor, b: Behaviour, g: Guard, result: Audit) -> Non
 
 def _only(g: Guard) -> str:
     """Where a guard that misses this PR's pipeline does run, in a few words."""
-    classes = {r.pr_class for r in g.runs if not r.waived}
-    if "post-merge" in classes:
+    classes = {r.placement or r.kind for r in g.runs if not r.waived}
+    if "post-merge-only" in classes:
         return "runs only post-merge"
     return "runs only in QA" if classes == {"qa"} else "does not run in this PR's pipeline"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-AUDIT_SCHEMA = "testdb-audit/audit@1"
+AUDIT_SCHEMA = "testdb-audit/audit@2"
 TIERS = ("coverage", "parameter", "symbol", "path-rule", "declared", "module")
 TIER_TITLES = {
     "coverage": "executed the changed lines (coverage contexts)",
@@ -19,17 +19,20 @@ TIER_TITLES = {
 
 @dataclass(frozen=True)
 class Run:
-    """Where a guard runs: one stage (with shard and class) or a QA list, with its evidence."""
+    """Where a guard runs: one stage shard or a QA list, whether this PR's pipeline starts it
+    and why (testdb.pipeline.pr_stages), with the list line that schedules it."""
 
     stage: str
-    pr_class: str
+    kind: str  # "stage" | "qa"
     shard: int
     splits: int
     path: str  # the list line that schedules it
     line: int
     block_line: int | None
     waived: bool
-    opened: bool = False  # a gated stage this change's files open
+    placement: str = ""  # the stage for a PR that opens nothing: pre-merge|gated|post-merge-only
+    started: bool = False  # this PR's pipeline starts the stage
+    why: str = ""  # why it does (or does not)
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Guard:
     distance: int | None = None
     path: str = ""  # test source file:line, when known
     line: int = 0
+    rank: int = 1  # the strength inside its tier (auditor.evidence.LEVELS), 1 = strongest
 
 
 @dataclass
@@ -62,9 +66,15 @@ class BehaviourResult:
     tokens: tuple[str, ...]
     guards: dict[str, list[Guard]] = field(default_factory=dict)  # tier -> guards
     guard_counts: dict[str, int] = field(default_factory=dict)  # tier -> all its guards
-    tier: str | None = None  # the most specific tier with links
+    tier: str | None = None  # the tier of the deciding level (the most specific with links)
+    rank: int | None = None  # ... and its rank inside the tier
     verdict: str = "unguarded"
-    pre_merge_guards: list[str] = field(default_factory=list)
+    pre_merge_guards: list[str] = field(default_factory=list)  # of the deciding level only
+    deciding_count: int = 0  # links of the deciding level (all counted; context never is)
+
+    def decides(self, g: Guard) -> bool:
+        """Whether a guard is one the verdict counts: of the deciding level, naming a test."""
+        return (g.tier, g.rank) == (self.tier, self.rank) and g.effective != "invalid"
 
     @property
     def guarded(self) -> bool:
@@ -94,6 +104,8 @@ class Audit:
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     gates: dict[str, Any] = field(default_factory=dict)
+    pipeline: dict[str, Any] = field(default_factory=dict)  # PrPipeline.to_json()
+    suggestion: dict[str, Any] = field(default_factory=dict)  # auditor.suggest: /bot run + cost
 
     @property
     def errors(self) -> list[Finding]:

@@ -346,3 +346,154 @@ def test_module_tier_counts_every_guard_not_only_the_shown_ones(run_cli, tmp_pat
     assert b["pre_merge_guard_count"] == 60 and len(b["pre_merge_guards"]) == 50
     [thin] = [f for f in data["findings"] if f["rule"] == "thin-pre-merge-guard"]
     assert "its 3 integration guard(s)" in thin["message"] and len(thin["guards"]) == 50
+
+
+# ---- strength inside a tier (issue 13, section 1) ------------------------------------------
+# A tree of TensorRT-LLM's shape where one token is shared by tests that exercise the change and
+# tests that merely carry the same parameter value. Every case edits one source function; the
+# verdict must come from the strongest (tier, rank) that links, weaker links being context.
+
+RANKED_TREE = {
+    "tensorrt_llm/__init__.py": "",
+    "tensorrt_llm/cuda_graph.py":
+        "def resolve_cuda_graph(moe_backend, use_cuda_graph):\n"
+        "    \"\"\"Whether CUDA graphs are captured for this MoE backend.\"\"\"\n"
+        "    if moe_backend == \"TRTLLM\":\n"
+        "        return False\n"
+        "    return use_cuda_graph\n",
+    "tensorrt_llm/attention.py":
+        "def workspace_size(backend):\n"
+        "    if backend == \"FLASHINFER\":\n"
+        "        return 2\n"
+        "    return 1\n",
+    "tensorrt_llm/kernels.py":
+        "def select_kernel(backend):\n"
+        "    if backend == \"FLASHINFER\":\n"
+        "        return \"fi\"\n"
+        "    return \"default\"\n",
+    "tensorrt_llm/llm.py":
+        "from tensorrt_llm.attention import workspace_size\n"
+        "from tensorrt_llm.cuda_graph import resolve_cuda_graph\n"
+        "from tensorrt_llm.kernels import select_kernel\n\n\n"
+        "class LLM:\n"
+        "    def __init__(self, model, moe_backend='CUTLASS', attn_backend='TRTLLM',\n"
+        "                 cuda_graph=False):\n"
+        "        self.cuda_graph = resolve_cuda_graph(moe_backend, cuda_graph)\n"
+        "        self.kernel = select_kernel(attn_backend)\n"
+        "        self.workspace = workspace_size(attn_backend)\n",
+    "tests/integration/defs/conftest.py":
+        (Path(EXAMPLE) / "tests/integration/defs/conftest.py").read_text(),
+    "tests/integration/defs/accuracy/test_llm_api_pytorch.py":
+        "from defs.conftest import parametrize_with_ids\n\n"
+        "from tensorrt_llm.llm import LLM\n\n\n"
+        "class TestDeepSeekV3Lite:\n"
+        "    @parametrize_with_ids(\"cuda_graph\", [False, True])\n"
+        "    @parametrize_with_ids(\"moe_backend\", [\"CUTLASS\", \"TRTLLM\"])\n"
+        "    def test_nvfp4(self, moe_backend, cuda_graph):\n"
+        "        assert LLM(\"ds\", moe_backend=moe_backend, cuda_graph=cuda_graph)\n\n\n"
+        "class TestQwen3_8B:\n"
+        "    @parametrize_with_ids(\"attn_backend\", [\"TRTLLM\", \"FLASHINFER\", \"VANILLA\"])\n"
+        "    def test_auto_dtype(self, attn_backend):\n"
+        "        assert LLM(\"qwen\", attn_backend=attn_backend)\n",
+    "tests/integration/defs/test_kernels.py":
+        "from defs.conftest import parametrize_with_ids\n\n"
+        "from tensorrt_llm.kernels import select_kernel\n\n\n"
+        "@parametrize_with_ids(\"attn_backend\", [\"FLASHINFER\", \"TRTLLM\"])\n"
+        "def test_select(attn_backend):\n"
+        "    assert select_kernel(attn_backend)\n",
+    "tests/integration/test_lists/test-db/l0_h100.yml":
+        "l0_h100:\n"
+        "- condition:\n    terms:\n      stage: pre_merge\n  tests:\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestQwen3_8B::test_auto_dtype[attn_backend=TRTLLM]\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestQwen3_8B::test_auto_dtype"
+        "[attn_backend=FLASHINFER]\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestQwen3_8B::test_auto_dtype"
+        "[attn_backend=VANILLA]\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestDeepSeekV3Lite::test_nvfp4"
+        "[moe_backend=CUTLASS-cuda_graph=True]\n"
+        "- condition:\n    terms:\n      stage: post_merge\n  tests:\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestDeepSeekV3Lite::test_nvfp4"
+        "[moe_backend=TRTLLM-cuda_graph=False]\n"
+        "  - accuracy/test_llm_api_pytorch.py::TestDeepSeekV3Lite::test_nvfp4"
+        "[moe_backend=TRTLLM-cuda_graph=True]\n"
+        "  - test_kernels.py::test_select[attn_backend=FLASHINFER]\n"
+        "  - test_kernels.py::test_select[attn_backend=TRTLLM]\n",
+    "ci/stages.yml":
+        "stages:\n- {name: DGX_H100-PyTorch-1, platform: h100, context: l0_h100}\n"
+        "- {name: DGX_H100-PyTorch-Post-Merge-1, platform: h100, context: l0_h100}\n",
+}
+NVFP4 = "accuracy/test_llm_api_pytorch.py::TestDeepSeekV3Lite::test_nvfp4[{}]"
+AUTO_DTYPE = "accuracy/test_llm_api_pytorch.py::TestQwen3_8B::test_auto_dtype[attn_backend={}]"
+SELECT = "test_kernels.py::test_select[attn_backend={}]"
+
+RANK_CASES = [
+    # (case, file, old text, new text, function, decided by, verdict, deciding guards,
+    #  weaker parameter links shown as context)
+    pytest.param(
+        "tensorrt_llm/cuda_graph.py",
+        "    if moe_backend == \"TRTLLM\":\n        return False\n", "",
+        "resolve_cuda_graph", {"tier": "parameter", "rank": 1}, "post-merge-only",
+        {NVFP4.format("moe_backend=TRTLLM-cuda_graph=False"),
+         NVFP4.format("moe_backend=TRTLLM-cuda_graph=True")},
+        {AUTO_DTYPE.format("TRTLLM"): 3},
+        id="trap: a pre-merge test sharing only the token TRTLLM does not guard"),
+    pytest.param(
+        "tensorrt_llm/attention.py",
+        "    if backend == \"FLASHINFER\":\n", "    if backend == \"FLASHINFER\" or not backend:\n",
+        "workspace_size", {"tier": "parameter", "rank": 3}, "pre-merge",
+        {AUTO_DTYPE.format("FLASHINFER")}, {},
+        id="recall: value-only links decide when nothing stronger links"),
+    pytest.param(
+        "tensorrt_llm/kernels.py",
+        "    if backend == \"FLASHINFER\":\n", "    if backend == \"FLASHINFER\" or not backend:\n",
+        "select_kernel", {"tier": "parameter", "rank": 2}, "post-merge-only",
+        {SELECT.format("FLASHINFER")}, {AUTO_DTYPE.format("FLASHINFER"): 3},
+        id="reach: the value-only test that calls the changed function decides"),
+    pytest.param(
+        "tensorrt_llm/kernels.py",
+        "    return \"default\"\n",
+        "    if backend == \"VANILLA\":\n        return \"plain\"\n    return \"default\"\n",
+        "select_kernel", {"tier": "symbol", "rank": 1}, "post-merge-only",
+        {SELECT.format("FLASHINFER"), SELECT.format("TRTLLM")}, {AUTO_DTYPE.format("VANILLA"): 3},
+        id="symbol: a caller of the changed function outranks a test sharing only a value"),
+]
+
+
+@pytest.fixture
+def ranked(tmp_path: Path) -> Path:
+    root = tmp_path / "ranked"
+    for rel, text in RANKED_TREE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "base")
+    return root
+
+
+@pytest.mark.parametrize(("path", "old", "new", "function", "decided_by", "verdict", "deciding",
+                          "context"), RANK_CASES)
+def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, new: str,  # type: ignore[no-untyped-def]
+                                    function: str, decided_by: dict, verdict: str,
+                                    deciding: set[str], context: dict[str, int]) -> None:
+    edit(ranked, path, old, new)
+    commit(ranked)
+    code, data = audit(run_cli, ranked)
+    b = behaviour(data, function)
+    assert b["verdict"] == verdict and code == (0 if verdict == "pre-merge" else 1)
+    assert {k: b["decided_by"][k] for k in ("tier", "rank")} == decided_by
+    assert b["decided_by"]["guards"] == len(deciding)
+    tier = b["guards"][decided_by["tier"]]
+    assert {g["test_id"] for g in tier if g["decides"]} == deciding
+    assert all(g["rank"] == decided_by["rank"] for g in tier if g["decides"])
+    params = {g["test_id"]: g for g in b["guards"].get("parameter", [])}
+    for tid, rank in context.items():
+        assert params[tid]["rank"] == rank and not params[tid]["decides"]
+    # Context never shows up as a pre-merge guard, nor in a finding's guard list.
+    assert set(b["pre_merge_guards"]) <= deciding
+    for f in data["findings"]:
+        if f["function"] == function and f["rule"] == "no-pre-merge-guard":
+            assert set(f["guards"]) == deciding
+    text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
+    for tid in context:
+        line = next(ln for ln in text.splitlines() if tid.split("::", 1)[1] in ln)
+        assert "pre-merge" not in line.split("  ")[0]  # listed as context, not a guard

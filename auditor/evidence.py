@@ -1,0 +1,106 @@
+"""Evidence linking a test to a behaviour change: one typed record per link, and its level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Level(NamedTuple):
+    """How specific a link is: its tier and, inside the tier, its rank (1 = strongest)."""
+
+    tier: str
+    rank: int = 1
+
+    def label(self) -> str:
+        return self.tier if self.tier != "parameter" else f"parameter/{self.rank}"
+
+
+# Every level, most specific first: the verdict comes from the first one that has links.
+# A parameter value alone (rank 3) says less than a test that calls the changed code by name
+# (symbol): a pre-merge test that merely carries the same value must not outrank the tests
+# that exercise the change, so it ranks below symbol and path rules, above declared and module.
+LEVELS: tuple[Level, ...] = (
+    Level("coverage"),
+    Level("parameter", 1),
+    Level("parameter", 2),
+    Level("symbol"),
+    Level("path-rule"),
+    Level("parameter", 3),
+    Level("declared"),
+    Level("module"),
+)
+LEVEL_TITLES: dict[Level, str] = {
+    Level("coverage"): "executed the changed lines (coverage contexts)",
+    Level("parameter", 1): "a parameter value and its name are on the changed lines",
+    Level("parameter", 2): "a parameter value is on the changed lines and the test function "
+                           "calls the changed code",
+    Level("symbol"): "the test function (or a helper it calls) names the changed code",
+    Level("path-rule"): "a path rule links the changed file to it",
+    Level("parameter", 3): "only a parameter value is on the changed lines",
+    Level("declared"): "test changed in this diff that reaches the changed code",
+    Level("module"): "test module imports the changed module",
+}
+STRENGTH: dict[Level, str] = {
+    Level("coverage"): "strong", Level("parameter", 1): "strong",
+    Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
+    Level("parameter", 3): "medium", Level("declared"): "medium", Level("module"): "weak",
+}
+_PARAMETER_RANKS = {1: "value and parameter name on the changed lines",
+                    2: "value only, from a test that calls the changed code",
+                    3: "value only"}
+RANKS: dict[str, tuple[int, ...]] = {}
+for _lv in LEVELS:
+    RANKS[_lv.tier] = (*RANKS.get(_lv.tier, ()), _lv.rank)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One test parametrization linked to a behaviour change: at which level, and why."""
+
+    test_id: str
+    tier: str
+    rank: int
+    reason: str
+    distance: int | None = None  # import distance, for the declared and module tiers
+
+    @property
+    def level(self) -> Level:
+        return Level(self.tier, self.rank)
+
+    @property
+    def strength(self) -> str:
+        return STRENGTH[self.level]
+
+
+def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
+    """The parameter tier's rank of one link: the value and the parameter's name on the changed
+    lines (1) > the value only, from a test function that reaches the changed unit by name (the
+    symbol tier's own evidence) (2) > the value only (3)."""
+    if name_on_lines:
+        return 1
+    return 2 if reaches_unit else 3
+
+
+def level_phrase(level: Level, n: int) -> str:
+    """``3 parameter-tier guard(s) (value only)``: a level's guards in a finding's words."""
+    if level.tier != "parameter":
+        return f"{n} {level.tier}-tier guard(s)"
+    return f"{n} parameter-tier guard(s) ({_PARAMETER_RANKS[level.rank]})"
+
+
+def parameter_reason(pname: str | None, value: str, rank: int) -> str:
+    why = f"parameter {pname}={value}" if pname else f"parameter value {value}"
+    return why + {1: " (parameter name on the changed lines)",
+                  2: " (value only; the test function calls the changed code)",
+                  3: " (value only)"}[rank]
+
+
+def strongest(evidence: list[Evidence]) -> list[Evidence]:
+    """One link per test of a tier, its strongest (lowest rank, then the first found), by id."""
+    seen: dict[str, Evidence] = {}
+    for e in evidence:
+        old = seen.get(e.test_id)
+        if old is None or e.rank < old.rank:
+            seen[e.test_id] = e
+    return sorted(seen.values(), key=lambda e: e.test_id)
