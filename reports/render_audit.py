@@ -6,7 +6,8 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, Finding, Guard
+from auditor.evidence import LEVEL_TITLES, RANKS, Level
+from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, BehaviourResult, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
 
 
@@ -16,14 +17,16 @@ def audit_json(a: Audit) -> dict[str, Any]:
         "provenance": a.provenance,
         "summary": summary(a),
         "gates": a.gates,
+        "pipeline": a.pipeline,
         "findings": [asdict(f) for f in a.findings],
         "behaviours": [{
             "path": b.path, "module": b.module, "function": b.qualname, "kind": b.kind,
             "status": b.status, "line": b.line, "added_lines": list(b.added),
             "removed_lines": list(b.removed), "tokens": list(b.tokens), "tier": b.tier,
+            "rank": b.rank, "decided_by": _decided_by(b),
             "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards[:MAX_TIER_GUARDS],
             "pre_merge_guard_count": len(b.pre_merge_guards),
-            "guards": {t: [_guard_json(g) for g in _top(gs, t == b.tier)]
+            "guards": {t: [_guard_json(g, b.decides(g)) for g in _top(gs, b)]
                        for t, gs in b.guards.items()},
             "guard_counts": b.guard_counts or {t: len(gs) for t, gs in b.guards.items()},
         } for b in a.behaviours],
@@ -32,6 +35,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
         "unlinked": a.unlinked,
         "notes": a.notes,
         "missing_stages": a.missing_stages(),
+        "suggestion": a.suggestion,
     }
 
 
@@ -43,21 +47,34 @@ _RANK = {v: i for i, v in enumerate(("pre-merge", "gated", "post-merge-only", "q
                                       "waived", "unscheduled"))}
 
 
-def _top(guards: list[Any], deciding: bool) -> list[Any]:
-    cap = MAX_TIER_GUARDS if deciding else MAX_CONTEXT_GUARDS
+def _decided_by(b: BehaviourResult) -> dict[str, Any] | None:
+    """The level whose links decide the verdict, and how many it counts."""
+    if b.tier is None:
+        return None
+    level = Level(b.tier, b.rank or 1)
+    return {"tier": b.tier, "rank": level.rank, "title": LEVEL_TITLES.get(level, ""),
+            "guards": b.deciding_count}
+
+
+def _top(guards: list[Guard], b: BehaviourResult) -> list[Guard]:
+    """The guards of a tier worth writing: the deciding ones first, then context."""
+    cap = MAX_TIER_GUARDS if guards and guards[0].tier == b.tier else MAX_CONTEXT_GUARDS
     if len(guards) <= cap:
         return guards
-    return sorted(guards, key=lambda g: (_RANK.get(g.effective, 9), g.test_id))[:cap]
+    return sorted(guards, key=lambda g: (not b.decides(g), g.rank, _RANK.get(g.effective, 9),
+                                         g.test_id))[:cap]
 
 
-def _guard_json(g: Guard) -> dict[str, Any]:
+def _guard_json(g: Guard, decides: bool) -> dict[str, Any]:
     # Hand-written rather than dataclasses.asdict, which deep-copies and dominated large audits.
-    return {"test_id": g.test_id, "tier": g.tier, "reason": g.reason, "strength": g.strength,
+    return {"test_id": g.test_id, "tier": g.tier, "rank": g.rank, "decides": decides,
+            "reason": g.reason, "strength": g.strength,
             "verdict": g.verdict, "effective": g.effective, "via": g.via,
             "distance": g.distance, "path": g.path, "line": g.line,
-            "runs": [{"stage": r.stage, "pr_class": r.pr_class, "shard": r.shard,
+            "runs": [{"stage": r.stage, "kind": r.kind, "shard": r.shard,
                       "splits": r.splits, "path": r.path, "line": r.line,
-                      "block_line": r.block_line, "waived": r.waived, "opened": r.opened}
+                      "block_line": r.block_line, "waived": r.waived,
+                      "placement": r.placement, "started": r.started, "why": r.why}
                      for r in g.runs]}
 
 
@@ -112,7 +129,8 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                f"diff {p.get('diff') or '-'}  gates: multi-GPU "
                f"{'open' if data['gates'].get('multi_gpu') else 'closed'}"
                + (f", auto-trigger {', '.join(data['gates']['auto_trigger_tags'])}"
-                  if data["gates"].get("auto_trigger_tags") else ""))
+                  if data["gates"].get("auto_trigger_tags") else "")
+               + (f"  bot: {p['bot_command']}" if p.get("bot_command") else ""))
     if data["findings"]:
         out.append("")
         out.append(paint("Findings", None, colour, bold=True))
@@ -133,14 +151,12 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
             n = b.get("pre_merge_guard_count", len(pm))
             out.extend(_wrap("pre-merge guards: " + ", ".join(short_id(t) for t in pm[:4])
                              + (f" +{n - 4}" if n > 4 else ""), width, "  "))
-        for tier in TIERS:
-            gs = b["guards"].get(tier)
-            if not gs:
-                continue
-            mark = "*" if tier == b["tier"] else " "
-            total = b.get("guard_counts", {}).get(tier, len(gs))
-            out.append(f" {mark}{tier}: {TIER_TITLES[tier]} ({total})"
-                       + ("  <- decides the verdict" if mark == "*" else "  (context)"))
+        for level, gs, total in _levels(b):
+            mark = "*" if gs[0].get("decides", level.tier == b["tier"]) else " "
+            name = level.label() if len(RANKS.get(level.tier, ())) > 1 else level.tier
+            out.append(f" {mark}{name}: {LEVEL_TITLES.get(level, TIER_TITLES[level.tier])} "
+                       f"({total})" + ("  <- decides the verdict" if mark == "*"
+                                       else "  (context: not counted)"))
             for g in gs[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
                 out.append(f"     {short_id(g['test_id'])}  {gv}")
@@ -158,11 +174,48 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
     for n in data["notes"]:
         out.append(f"note: {n}")
-    if data["missing_stages"]:
+    sug = data.get("suggestion") or {}
+    if sug:
         out.append("")
         out.append("Run the missing guards before merge:")
-        out.append(f'  /bot run --extra-stage "{", ".join(data["missing_stages"])}"')
+        out.append(f"  {sug['command']}")
+        out.append(f"    {cost_text(sug)}")
+        alt = sug.get("alternative")
+        if alt:
+            out.append(f"  or: {alt['command']}")
+            out.append(f"    {cost_text(alt)}")
     return "\n".join(out)
+
+
+def cost_text(s: dict[str, Any], shown: int = 4) -> str:
+    """``2 extra shards, ~75 min: A (~40 min), B (~35 min)``: what a suggested command starts
+    (minutes from .test_durations, pytest-split's average for the unknown ones)."""
+    rows = s.get("stages") or []
+    parts = [f"{r['stage']} (~{r['minutes']:g} min)" for r in rows[:shown]]
+    if len(rows) > shown:
+        parts.append(f"+{len(rows) - shown} more")
+    n = s.get("shards", len(rows))
+    return (f"{n} extra shard{'s' if n != 1 else ''}, ~{s.get('minutes', 0):g} min: "
+            + ", ".join(parts))
+
+
+def _levels(b: dict[str, Any]) -> list[tuple[Level, list[dict[str, Any]], int]]:
+    """A behaviour's guards by level (tier, then rank), with each level's full count: the
+    deciding level's from ``decided_by``, a one-level tier's from ``guard_counts``."""
+    out = []
+    decided = b.get("decided_by") or {}
+    for tier in TIERS:
+        by_rank: dict[int, list[dict[str, Any]]] = {}
+        for g in b["guards"].get(tier) or []:
+            by_rank.setdefault(int(g.get("rank", 1)), []).append(g)
+        for rank, gs in sorted(by_rank.items()):
+            total = len(gs)
+            if (tier, rank) == (decided.get("tier"), decided.get("rank")):
+                total = max(total, int(decided.get("guards") or 0))
+            elif len(by_rank) == 1:
+                total = max(total, int(b.get("guard_counts", {}).get(tier, 0)))
+            out.append((Level(tier, rank), gs, total))
+    return out
 
 
 def short_id(test_id: str) -> str:
