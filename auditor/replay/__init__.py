@@ -1,0 +1,1 @@
+"""Shadow mode: replay a history commit by commit, score it against what broke, plan promotions."""

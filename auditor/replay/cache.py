@@ -1,0 +1,60 @@
+"""The per-commit replay cache: one sealed JSON record per (commit, tool code, options)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import testdb
+from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
+from testdb.errors import InputError
+from testdb.files import read_cache, write_cache
+from testdb.stamp import code_stamp
+
+_PACKAGES = ("testdb", "testdb/inventory", "auditor", "auditor/replay")
+
+
+def _code() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.dirname(os.path.dirname(here))
+    return "|".join(code_stamp(os.path.join(top, p)) for p in _PACKAGES)
+
+
+def replay_dir() -> str:
+    import testdb.index
+    import testdb.stamp
+
+    # The cache directory's helper lives in testdb.stamp (earlier: testdb.index).
+    where = getattr(testdb.stamp, "cache_dir", None) or testdb.index.cache_dir
+    return os.path.join(str(where()), "replay")
+
+
+class RecordCache:
+    """Records keyed by commit sha, its first parent, the tool's code and the options that
+    change an audit (stage table, triggers, path rules). A record of a commit is the same in
+    every clone (a sha names its whole tree and history), so the cache is shared."""
+
+    def __init__(self, options_key: str, directory: str | None = None) -> None:
+        self.dir = directory or os.path.join(replay_dir(), "records")
+        self._salt = f"{RECORD_VERSION}|{testdb.__version__}|{_code()}|{options_key}"
+
+    def _path(self, sha: str, parent: str | None) -> str:
+        key = hashlib.sha256(f"{self._salt}|{sha}|{parent}".encode()).hexdigest()[:40]
+        return os.path.join(self.dir, f"rec-{key}.json")
+
+    def get(self, sha: str, parent: str | None) -> CommitRecord | None:
+        payload = read_cache(self._path(sha, parent))
+        if payload is None:
+            return None
+        try:
+            rec = record_from_json(json.loads(payload), "replay cache")
+        except (InputError, ValueError, TypeError, KeyError):
+            return None
+        return rec if rec.sha == sha else None
+
+    def put(self, rec: CommitRecord) -> None:
+        if rec.status == "failed":  # a failure may be the environment's: try again next time
+            return
+        payload = json.dumps(record_json(rec), separators=(",", ":")).encode("utf-8")
+        write_cache(self._path(rec.sha, rec.parent), payload, keep=None)

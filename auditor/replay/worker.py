@@ -1,0 +1,151 @@
+"""Audit one commit against its first parent, with the test plan read from that commit."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from auditor.replay.gitsource import CommitInfo, ScratchTree, repo_key
+from auditor.replay.model import CommitRecord
+from auditor.replay.record import commit_record, failed_record, root_record, waive_changes
+from testdb.errors import TestDbError
+from testdb.files import read_text
+
+WAIVES = "tests/integration/test_lists/waives.txt"
+_TEST_DIRS = ("tests/integration/defs/", "tests/unittest/")
+_INDEX_MEMO = 4
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """What besides the commit decides an audit. A given file inside the repository is read
+    from each commit's own tree (``in_tree``); one outside it is the same file throughout."""
+
+    stages: str | None = None
+    triggers: str | None = None
+    platform_facts: str | None = None
+    rules: str | None = None
+    in_tree: tuple[str, ...] = ()  # which of the four are paths relative to the tree
+
+    @classmethod
+    def given(cls, repo: str, **paths: str | None) -> ReplayOptions:
+        base = os.path.realpath(repo)
+        out: dict[str, str | None] = {}
+        inside: list[str] = []
+        for name, p in paths.items():
+            if p is None:
+                out[name] = None
+                continue
+            full = os.path.realpath(p)
+            rel = os.path.relpath(full, base)
+            if rel.startswith(".."):
+                out[name] = full
+            else:
+                out[name] = rel.replace(os.sep, "/")
+                inside.append(name)
+        return cls(stages=out.get("stages"), triggers=out.get("triggers"),
+                   platform_facts=out.get("platform_facts"), rules=out.get("rules"),
+                   in_tree=tuple(sorted(inside)))
+
+    def path(self, name: str, root: str) -> str | None:
+        p: str | None = getattr(self, name)
+        if p is None:
+            return None
+        return os.path.join(root, p) if name in self.in_tree else p
+
+    def key(self) -> str:
+        """Distinguishes cached records: in-tree paths by name (their text is in the commit),
+        outside files by content."""
+        h = hashlib.sha256()
+        for name in ("stages", "triggers", "platform_facts", "rules"):
+            p = getattr(self, name)
+            h.update(f"{name}={p}|".encode())
+            if p is not None and name not in self.in_tree:
+                try:
+                    h.update(read_text(p).encode("utf-8"))
+                except TestDbError as exc:
+                    h.update(str(exc).encode())
+        return h.hexdigest()
+
+
+def trees_dir(repo: str) -> str:
+    from auditor.replay.cache import replay_dir
+
+    return os.path.join(replay_dir(), "trees", repo_key(repo))
+
+
+class CommitAuditor:
+    """Holds a scratch tree and the loaded plans and inventory between commits of one worker."""
+
+    def __init__(self, repo: str, options: ReplayOptions, slot_hint: int = 0) -> None:
+        self.repo = repo
+        self.options = options
+        self.tree = ScratchTree(repo, trees_dir(repo), slot_hint)
+        self._indexes: dict[str, Any] = {}
+        self._inventory: Any = None
+
+    def close(self) -> None:
+        self.tree.close()
+
+    def audit(self, info: CommitInfo) -> CommitRecord:
+        if info.parent is None:
+            return root_record(info)
+        t0 = time.perf_counter()
+        try:
+            return self._audit(info, t0)
+        except TestDbError as exc:
+            return failed_record(info, str(exc), time.perf_counter() - t0)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # one commit's crash must not lose the others: say which
+            return failed_record(info, f"internal error: {type(exc).__name__}: {exc}",
+                                 time.perf_counter() - t0)
+
+    def _audit(self, info: CommitInfo, t0: float) -> CommitRecord:
+        from auditor.audit import run_audit
+        from auditor.diff import from_git
+
+        assert info.parent is not None
+        changed = self.tree.checkout(info.tree)
+        if any(p.startswith(_TEST_DIRS) for p in changed):
+            self._inventory = None
+        root = self.tree.root
+        index = self.load_index()
+        # The change comes from git objects; its files are then judged against the scratch
+        # tree, which holds the head side.
+        change = dataclasses.replace(from_git(self.repo, info.parent, info.sha), root=root,
+                                     checkout_side="head")
+        if self._inventory is None:
+            from testdb.inventory import build_static
+
+            self._inventory = build_static(root)
+        audit = run_audit(index, change, inventory=self._inventory,
+                          rules=self.options.path("rules", root))
+        waives: tuple[Any, ...] = ()
+        for fc in change.files:
+            if WAIVES in (fc.old_path, fc.new_path):
+                waives = waive_changes(fc.old_text if fc.old_path == WAIVES else None,
+                                       fc.new_text if fc.new_path == WAIVES else None, WAIVES)
+        errors = tuple(str(d) for d in index.errors)[:5]
+        return commit_record(info, audit, waives=waives, plan_errors=errors,
+                             seconds=time.perf_counter() - t0)
+
+    def load_index(self) -> Any:
+        """The plan of the commit in the scratch tree; loaded plans are kept by content key."""
+        from testdb.index import load_sources, locate
+
+        root = self.tree.root
+        plan = locate(root, stages=self.options.path("stages", root),
+                      triggers=self.options.path("triggers", root),
+                      platform_facts=self.options.path("platform_facts", root))
+        index = self._indexes.get(plan.key)
+        if index is None:
+            index = load_sources(plan.src, read=plan.read, key=plan.key)
+            if len(self._indexes) >= _INDEX_MEMO:
+                self._indexes.pop(next(iter(self._indexes)))
+            self._indexes[plan.key] = index
+        return index
