@@ -9,7 +9,7 @@ from typing import Any
 
 from testdb.errors import Severity, SourceLoc
 from testdb.index import Index
-from testdb.schedule import verdict_for
+from testdb.schedule import full_waive_applies, verdict_for
 
 LINT_SCHEMA = "testdb-audit/lint@1"
 RULES = {
@@ -61,8 +61,12 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
                 seen[e.test] = e.loc
     # waives
     listed = set(sched.placements)
-    listed_bases = {t.split("[", 1)[0] for t in listed}
-    gpu_types = {s.gpu_type for s in index.stages if not s.disabled}
+    listed_params: dict[str, int] = defaultdict(int)  # function id -> its listed [params] ids
+    for t in listed:
+        if "[" in t:
+            listed_params[t.split("[", 1)[0]] += 1
+    active = [s for s in index.stages if not s.disabled]
+    gpu_types = {s.gpu_type for s in active}
     seen_w: dict[tuple[str | None, str], SourceLoc] = {}
     for w in index.waives:
         key = (w.gpu_prefix, w.test)
@@ -70,14 +74,22 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
             add(LintFinding(w.loc, "duplicate-waive", Severity.WARNING,
                             f"this waive repeats {seen_w[key]}; remove one"))
         seen_w.setdefault(key, w.loc)
-        if w.test not in listed and w.test not in listed_bases:
+        if w.test not in listed and listed_params.get(w.test):
+            # CI's apply_waives marks an item only when its node id is exactly a waived name.
+            add(LintFinding(w.loc, "unmatched-waive", Severity.WARNING,
+                            f"waive of {w.test} names the function, not a listed test: CI waives "
+                            f"exact node ids only, so none of its {listed_params[w.test]} listed "
+                            "parametrization(s) is waived; waive each `[params]` id instead"))
+        elif w.test not in listed:
             add(LintFinding(w.loc, "unmatched-waive", Severity.INFO,
                             f"waive of {w.test} matches no entry of any list; the test may have "
                             "been renamed or removed: fix the id or delete the waive"))
-        if w.gpu_prefix and index.stages and not any(g in w.gpu_prefix for g in gpu_types):
+        if w.gpu_prefix and active and not any(
+                full_waive_applies(w.gpu_prefix, w.ci_node_id, s.name) for s in active):
             add(LintFinding(w.loc, "unknown-gpu-prefix", Severity.WARNING,
-                            f"full:{w.gpu_prefix}/ matches no stage (a stage's first name token "
-                            f"must occur in it; known: {', '.join(sorted(gpu_types)[:8])}...); "
+                            f"full:{w.gpu_prefix}/ applies in no stage (CI rewrites a stage's "
+                            "first name token in it to the stage name and needs the item's own "
+                            f"id back; known: {', '.join(sorted(gpu_types)[:8])}...); "
                             "this waive applies nowhere in L0"))
     # reachability
     for block in sched.unreached_blocks:

@@ -104,7 +104,10 @@ def verdict_for(placements: list[Placement]) -> str:
 
 
 class WaiveIndex:
-    """Waives by the test they name; ``full:GPU/`` waives apply only in matching stages."""
+    """Waives as CI's ``apply_waives`` applies them (tests/integration/defs/test_list_parser.py):
+    an item is marked only when its node id is exactly a waived name, so a waive without
+    ``[params]`` does not waive the function's parametrizations; a ``full:GPU/`` waive applies
+    in a stage only as ``parse_test_name`` rewrites it (see ``full_waive_applies``)."""
 
     def __init__(self, waives: tuple[Entry, ...]) -> None:
         self.by_test: dict[str, list[Entry]] = defaultdict(list)
@@ -112,17 +115,31 @@ class WaiveIndex:
             self.by_test[w.test].append(w)
 
     def matching(self, entry: Entry) -> list[Entry]:
-        found = list(self.by_test.get(entry.test, ()))
-        if entry.base != entry.test:
-            found += self.by_test.get(entry.base, ())  # a waive of the function covers its params
-        return found
+        """The waives naming exactly this entry's test (a unit-test line: exactly its text,
+        which is its item ``test_unittests_v2[LINE]``)."""
+        return list(self.by_test.get(entry.test, ()))
 
     @staticmethod
     def applies(waive: Entry, stage: Stage | None) -> bool:
         if waive.gpu_prefix is None:
-            return True
-        # The stage's GPU type (first `-` token of its name) must occur in the prefix.
-        return stage is not None and stage.gpu_type in waive.gpu_prefix
+            return True  # `"/".join([test_prefix, s])`: the item's own prefixed id, every stage
+        return stage is not None and full_waive_applies(waive.gpu_prefix, waive.ci_node_id,
+                                                        stage.name)
+
+
+def full_waive_applies(gpu: str, ci_node_id: str, stage: str) -> bool:
+    """Whether ``full:GPU/ID`` waives item ID in stage ``stage`` (``--test-prefix=<stage>``).
+
+    ``parse_test_name`` strips ``full:`` with ``str.lstrip`` (a character set), then, if the
+    stage name's first ``-`` token occurs anywhere in the rest, replaces every occurrence of it
+    by the stage name; the waive marks the item only if that gives the item's own id
+    ``<stage>/<ID>``. So ``full:A100X/`` does not apply in ``A10-...`` (``A10`` occurs but the
+    rewrite is ``A10-PyTorch-10X/...``) and ``full:H100/`` does not apply in ``DGX_H100-...``.
+    """
+    token = stage.split("-")[0]
+    # CI's own character-set strip, kept on purpose: `full:l40s/x` becomes `40s/x` there.
+    text = f"full:{gpu}/{ci_node_id}".lstrip("ful:")
+    return token in text and text.replace(token, stage) == f"{stage}/{ci_node_id}"
 
 
 def duration_key(entry: Entry, durations: dict[str, float]) -> str:

@@ -145,3 +145,19 @@ def rules_json(findings: list[dict]) -> dict[str, list[dict]]:
     for f in findings:
         out.setdefault(f["rule"], []).append(f)
     return out
+
+
+def test_waive_rules_follow_ci_apply_waives(tmp_path: Path) -> None:
+    """A function waive names no listed test (CI waives exact ids): a warning, not silence; a
+    full:GPU/ waive that CI's rewrite never applies in any stage: unknown-gpu-prefix."""
+    root = checkout(tmp_path, TESTDB, waives="""\
+        test_t.py::test_f SKIP (reads like it waives test_f[1] and test_f[2])
+        test_t.py::test_f[1] SKIP (exact: fine)
+        full:A100X/test_t.py::test_g SKIP (A10 occurs in A100X, but CI never applies it)
+        full:A10/test_t.py::test_g SKIP (applies in A10-PyTorch-1)
+        """)
+    found = rules(lint(load(str(root), use_cache=False)))
+    [func] = found["unmatched-waive"]
+    assert (func.loc.line, func.severity) == (1, Severity.WARNING)
+    assert "none of its 2 listed parametrization(s) is waived" in func.message
+    assert [f.loc.line for f in found["unknown-gpu-prefix"]] == [3]

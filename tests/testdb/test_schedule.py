@@ -12,7 +12,7 @@ from tdb_helpers import STAGES, TESTDB, WAIVES, corpus, small_checkout
 from testdb.errors import SourceLoc
 from testdb.grammar import Entry
 from testdb.index import load
-from testdb.schedule import Placement, StageRun, WaiveIndex, verdict_for
+from testdb.schedule import Placement, StageRun, WaiveIndex, full_waive_applies, verdict_for
 from testdb.stages import Stage
 
 CHUNKED = "accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
@@ -52,16 +52,77 @@ def test_verdict_for(placements: list[Placement], verdict: str) -> None:
     assert verdict_for(placements) == verdict
 
 
-def test_waive_index_prefixes_and_function_waives() -> None:
-    plain, a10 = entry("a.py::t"), entry("a.py::t[x]", 2, gpu="A10")
-    idx = WaiveIndex((plain, a10))
-    assert idx.matching(entry("a.py::t[x]")) == [a10, plain]  # the function waive covers [x]
-    assert idx.matching(entry("a.py::t[y]")) == [plain]
-    assert idx.matching(entry("a.py::u")) == []
-    assert WaiveIndex.applies(a10, Stage("A10-PyTorch-1", "a10", "c"))
-    assert not WaiveIndex.applies(a10, Stage("H100_PCIe-PyTorch-1", "h100", "c"))
-    assert not WaiveIndex.applies(a10, None)
+UT = 'unittest/_torch/speculative -k "eagle3"'
+
+
+def ut(test: str, gpu: str | None = None) -> Entry:
+    return Entry(test, SourceLoc("f", 1), "unittest", gpu_prefix=gpu, marker="SKIP")
+
+
+# CI's apply_waives (tests/integration/defs/test_list_parser.py): `if item.nodeid in
+# test_name_to_marker_dict` -- the item's node id must be exactly a waived name.
+@pytest.mark.parametrize("waive, listed, waived", [
+    (entry("a.py::t[x]"), entry("a.py::t[x]"), True),
+    (entry("a.py::t"), entry("a.py::t"), True),
+    (entry("a.py::t"), entry("a.py::t[x]"), False),  # a function waive waives no parametrization
+    (entry("a.py::C::t"), entry("a.py::C::t[x]"), False),
+    (entry("a.py::t[x]"), entry("a.py::t[y]"), False),
+    (entry("a.py::t[x]"), entry("a.py::t"), False),
+    (entry("a.py"), entry("a.py::t"), False),  # nor does a file
+    (ut(UT), ut(UT), True),  # both are test_unittests_v2[<the line>]
+    (ut("unittest/_torch/speculative"), ut(UT), False),
+], ids=["params", "plain", "function", "class-function", "other-params", "params-vs-plain",
+        "file", "unittest", "unittest-other-options"])
+def test_waives_match_exact_node_ids(waive: Entry, listed: Entry, waived: bool) -> None:
+    assert (WaiveIndex((waive,)).matching(listed) == [waive]) is waived
+
+
+# parse_test_name with --test-prefix=<stage>: `full:` stripped by str.lstrip, the stage name's
+# first `-` token replaced by the stage name wherever it occurs, then compared with the item's
+# id `<stage>/<id>`.
+@pytest.mark.parametrize("gpu, test, stage, applies", [
+    ("A10", "a.py::t", "A10-PyTorch-1", True),
+    ("H100_PCIe", "a.py::t", "H100_PCIe-PyTorch-1", True),
+    ("DGX_H100", "a.py::t", "DGX_H100-4_GPUs-PyTorch-DeepSeek-1", True),
+    ("A10", "a.py::t", "H100_PCIe-PyTorch-1", False),
+    ("A100X", "a.py::t", "A10-PyTorch-1", False),  # `A10` occurs, but gives A10-PyTorch-10X/...
+    ("H100", "a.py::t", "DGX_H100-4_GPUs-PyTorch-1", False),  # DGX_H100 does not occur in H100
+    ("DGX_H100", "a.py::t", "H100-PyTorch-1", False),  # H100 occurs, rewrite gives DGX_H100-...
+    ("B200", "a.py::t", "DGX_B200-PyTorch-1", False),
+    ("H20-3e", "a.py::t", "H20-3e-PyTorch-1", False),  # the token is H20: H20-3e-PyTorch-1-3e/
+    ("A10", "a.py::t[A10]", "A10-PyTorch-1", False),  # the token is also replaced in the id
+    ("A10", "test_unittests.py::test_unittests_v2[unittest/x]", "A10-PyTorch-1", True),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_full_waive_applies_as_parse_test_name_does(gpu: str, test: str, stage: str,
+                                                    applies: bool) -> None:
+    assert full_waive_applies(gpu, test, stage) is applies
+    waive = Entry(test, SourceLoc("f", 1), "nodeid", gpu_prefix=gpu, marker="SKIP")
+    assert WaiveIndex.applies(waive, Stage(stage, "p", "c")) is applies
+    assert not WaiveIndex.applies(waive, None)  # a QA run has no stage prefix
+
+
+def test_plain_waive_applies_everywhere() -> None:
+    plain = entry("a.py::t")
+    assert WaiveIndex.applies(plain, Stage("A10-PyTorch-1", "a10", "c"))
     assert WaiveIndex.applies(plain, None)
+
+
+def test_function_waive_leaves_parametrizations_running(tmp_path: Path) -> None:
+    """The trap: `a.py::test_a SKIP` looks like it waives test_a[x=1], but CI still runs it."""
+    idx = load(str(small_checkout(tmp_path, {
+        WAIVES: "a.py::test_a SKIP (reads like a function waive)\n"
+                "full:A100X/a.py::test_a[x=2] SKIP (A100X only, not A10)\n"
+                "full:A10/a.py::TestB::test_b SKIP (A10 only)\n",
+    })))
+    sched = idx.schedule
+    for test in ("a.py::test_a[x=1]", "a.py::test_a[x=2]"):
+        runs = [r for p in sched.placements[test] for r in p.runs]
+        assert runs and all(r.waived_by == () for r in runs), test
+    assert sched.verdict("a.py::test_a[x=2]") == "pre-merge"
+    [b] = sched.placements["a.py::TestB::test_b"]
+    assert [(r.stage, r.waived_by[0].gpu_prefix) for r in b.runs] == [
+        (r.stage, "A10") for r in b.runs if r.stage.startswith("A10-")]
+    assert sched.verdict("a.py::TestB::test_b") == "waived"
 
 
 def test_small_checkout_schedule(tmp_path: Path) -> None:
