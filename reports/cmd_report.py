@@ -8,6 +8,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from auditor.promote import DEFAULT_BUDGET_MINUTES
 from reports.common import dump_json, format_option, paint, report_diagnostics, use_colour
 from testdb.errors import UsageError
 
@@ -26,12 +27,16 @@ def _typed(decorator: Any) -> Callable[[F], F]:
               help="Audit JSON (`testdb audit --format json -o FILE`): its findings come first.")
 @click.option("--results", "results_file", type=click.Path(dir_okay=False),
               help="Launch results JSON to show beside the guards.")
+@click.option("--budget-minutes", type=click.FloatRange(min=0, min_open=True),
+              default=DEFAULT_BUDGET_MINUTES, show_default=True,
+              help="The pre-merge shard budget drawn on the shard charts (as `promote`).")
 @_typed(format_option("text", "json"))
 @click.pass_obj
 def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file: str | None,
-           fmt: str) -> int:
-    """Write a self-contained HTML coverage report (works offline, no CDN): per test file and
-    function, parametrizations by verdict; the stages; lint; audit findings first when given.
+           budget_minutes: float, fmt: str) -> int:
+    """Write a self-contained HTML coverage report (works offline, no CDN, pictures drawn at
+    build time): per test file and function, parametrizations by verdict; each stage group's
+    shard minutes against the pre-merge budget; lint; audit findings first when given.
 
     \b
     Examples:
@@ -48,7 +53,7 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
     results = read_results(results_file) if results_file else None
     t0 = time.perf_counter()
     index = opts.index()
-    info = generate(index, html_dir, audit, results)
+    info = generate(index, html_dir, audit, results, budget_minutes)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     if fmt == "json":
         click.echo(dump_json(info))

@@ -168,13 +168,21 @@ class _Comment:
         for b in self.data["behaviours"]:
             tokens = ", ".join(f"`{t}`" for t in (b.get("tokens") or [])[:10])
             rows.append(f"- **`{b['function']}`** {self.link(b['path'], b['line'])}: "
-                        f"**{b['verdict']}** (decided by the {b.get('tier') or 'no'} tier)"
+                        f"**{b['verdict']}** (decided by the {b.get('tier') or 'no'} tier"
+                        + (f": {(b.get('decided_by') or {}).get('title')}"
+                           if (b.get("decided_by") or {}).get("title") else "") + ")"
                         + (f"; tokens {tokens}" if tokens else ""))
-            for tier, gs in b["guards"].items():
-                shown = ", ".join(f"`{_cell(g['test_id'], 300)}` ({g['effective']})"
-                                  for g in gs[:8])
-                rows.append(f"  - {tier}: {shown}" + (f", +{len(gs) - 8} more"
-                                                      if len(gs) > 8 else ""))
+            for tier, all_gs in b["guards"].items():
+                # Links of weaker levels (audit@2 "decides": false) are context: never guards.
+                for label, gs in ((tier, [g for g in all_gs if g.get("decides") is not False]),
+                                  (f"{tier} (context, not counted)",
+                                   [g for g in all_gs if g.get("decides") is False])):
+                    if not gs:
+                        continue
+                    shown = ", ".join(f"`{_cell(g['test_id'], 300)}` ({g['effective']})"
+                                      for g in gs[:8])
+                    rows.append(f"  - {label}: {shown}" + (f", +{len(gs) - 8} more"
+                                                           if len(gs) > 8 else ""))
         for f in self.data["findings"]:
             if f["severity"] == "info":
                 rows.append(f"- {_ICON['info']} {self.link(f['path'], f['line'])}: "

@@ -20,16 +20,27 @@ from importlib import resources
 from typing import Any
 
 import testdb
+from reports import charts
 from reports.comment import data_digest
 from testdb.errors import UsageError
 from testdb.index import Index
-from testdb.schedule import VERDICTS, Placement, verdict_for, verdict_of_class
+from testdb.schedule import VERDICTS, Placement, verdict_for
 
 REPORT_SCHEMA = "testdb-audit/report@1"
 MARKER_FILE = ".testdb-report"
 LISTS_DIR = "tests/integration/test_lists/"
 UNIT_FUNCTION = "(unit-test selection)"
-_LINT_LIMIT = 500
+_LINT_LIMIT = 5000  # drawn a page at a time in the browser; all of them with JS off
+# What each verdict word means, for the legend and the tiles' tooltips.
+VERDICT_TEXT = {
+    "pre-merge": "runs in a stage that every PR's pipeline starts",
+    "gated": "runs before merge only when a gate opens (multi-GPU or auto-trigger stages)",
+    "post-merge-only": "runs only after merge",
+    "qa-only": "only in QA lists, outside L0 CI",
+    "waived": "every stage that would run it waives it",
+    "unscheduled": "no stage runs the line that names it: it never runs in CI",
+    "invalid": "names no test in this checkout; CI ignores it",
+}
 
 
 @dataclass
@@ -116,7 +127,8 @@ def _lint_rows(index: Index) -> list[dict[str, Any]]:
 
 
 def build_view(index: Index, audit: dict[str, Any] | None = None,
-               results: list[dict[str, Any]] | None = None) -> ReportView:
+               results: list[dict[str, Any]] | None = None,
+               budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES) -> ReportView:
     """Everything the report shows, from the index (and an audit and launch results)."""
     sched = index.schedule
     stage_names = sorted(sched.stages)
@@ -127,8 +139,8 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         ss = sched.stages[n]
         st = ss.stage
         with_duration = sum(1 for e in ss.entries if e.test in known or e.ci_node_id in known)
-        stages.append([n, st.context, st.split_id, st.splits, ss.pr_class,
-                       verdict_of_class(ss.pr_class), len(ss.entries), round(ss.duration_s),
+        stages.append([n, st.context, st.split_id, st.splits, ss.why or ss.placement,
+                       ss.placement, len(ss.entries), round(ss.duration_s),
                        with_duration, st.platform, st.gpu_count,
                        1 if ss.missing_context else 0])
 
@@ -176,7 +188,7 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
     data = {
         "schema": REPORT_SCHEMA, "verdicts": list(VERDICTS), "files": files,
         "functions": functions, "file_rows": file_rows, "stages": stages,
-        "stage_fields": ["name", "context", "shard", "splits", "pr_class", "verdict", "tests",
+        "stage_fields": ["name", "context", "shard", "splits", "why", "verdict", "tests",
                          "duration_s", "with_duration", "platform", "gpus", "missing_context"],
         "function_fields": ["file", "function", "index", *VERDICTS],
         "results": outcome, "tests": {t: where[t] for t in sorted(set(outcome) & set(where))},
@@ -186,17 +198,31 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         "version": testdb.__version__, "root": index.root, "digest": files_digest,
         "n_files": len(index.files),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "totals": [{"verdict": v, "count": totals[v],
+        "totals": [{"verdict": v, "count": totals[v], "text": VERDICT_TEXT.get(v, v),
                     "share": f"{100 * totals[v] / total:.1f}" if total else "0.0"}
                    for v in VERDICTS],
         "total": total, "n_test_files": len(files), "n_functions": len(functions),
         "n_stages": len(stages), "verdicts": list(VERDICTS),
+        "legend": [{"verdict": v, "text": VERDICT_TEXT.get(v, v)} for v in VERDICTS],
+        "stage_charts": charts.stage_groups(sched, known, budget_minutes),
+        "budget_minutes": f"{budget_minutes:g}",
+        "file_chart": charts.file_chart(((files[r[0]], r[2:]) for r in file_rows), VERDICTS),
         "audit": _audit_view(audit, where) if audit else None,
         "results": _results_view(results, where) if results else None,
         "lint": (lint := _lint_rows(index))[:_LINT_LIMIT], "lint_total": len(lint),
         "lint_more": max(0, len(lint) - _LINT_LIMIT),
+        "lint_rules": [{"rule": r, "count": n}
+                       for r, n in sorted(Counter(d["rule"] for d in lint).items())],
+        "lint_severities": [{"severity": v, "count": n}
+                            for v, n in Counter(d["severity"] for d in lint).items()],
     }
     return ReportView(page, data, details)
+
+
+def _cost(s: dict[str, Any]) -> str:
+    from reports.render_audit import cost_text
+
+    return cost_text(s) if s else ""
 
 
 def _class_rank(verdict: str) -> int:
@@ -219,8 +245,8 @@ def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str,
             for g in gs:
                 guards.setdefault(g["test_id"], g)
 
-    def guard(tid: str) -> dict[str, Any]:
-        g = guards.get(tid, {})
+    def guard(tid: str, own: dict[str, Any] | None = None) -> dict[str, Any]:
+        g = own or guards.get(tid, {})
         return {"id": tid, "verdict": g.get("effective", "?"),
                 "href": _href(where, tid, str(g.get("via") or ""))}
 
@@ -231,15 +257,20 @@ def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str,
                 for f in sorted(audit["findings"], key=lambda f: rank.get(f["severity"], 3))]
     behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
                    "verdict": b["verdict"], "tier": b.get("tier") or "none",
-                   "guards": [guard(g["test_id"]) for g in b["guards"].get(b.get("tier") or "",
-                                                                            [])]}
+                   "guards": [guard(g["test_id"], g)
+                              for g in b["guards"].get(b.get("tier") or "", [])
+                              if g.get("decides") is not False]}  # weaker ranks: context
                   for b in audit["behaviours"]]
     p = audit.get("provenance") or {}
-    stages = audit.get("missing_stages") or []
+    sug = audit.get("suggestion") or {}
     return {"sentence": audit["summary"]["sentence"],
             "status": "bad" if audit["summary"]["errors"] else "ok",
             "findings": findings, "behaviours": behaviours,
-            "bot": f'/bot run --extra-stage "{", ".join(stages)}"' if stages else "",
+            "chart": charts.guards_chart(behaviours, VERDICTS),
+            "bot": sug.get("command", ""),
+            "bot_cost": _cost(sug),
+            "bot_alternative": (sug.get("alternative") or {}).get("command", ""),
+            "bot_alternative_cost": _cost(sug.get("alternative") or {}),
             "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
             "diff": p.get("diff") or "-"}
 
@@ -328,9 +359,10 @@ def write_report(out_dir: str, view: ReportView) -> list[str]:
 
 
 def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
-             results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             results: list[dict[str, Any]] | None = None,
+             budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES) -> dict[str, Any]:
     """Build and write the report; returns a small summary for the CLI."""
-    view = build_view(index, audit, results)
+    view = build_view(index, audit, results, budget_minutes)
     files = write_report(out_dir, view)
     return {"schema": REPORT_SCHEMA, "dir": out_dir, "index": os.path.join(out_dir, "index.html"),
             "files": len(files), "test_ids": view.page["total"],

@@ -7,6 +7,7 @@
   var DATA = null;
   var DETAILS = {};
   var PAGE_SIZE = 100;
+  var LINT_PAGE_SIZE = 25;
 
   window.TESTDB_DATA = function (d) { DATA = d; };
   window.TESTDB_DETAIL = function (d) {
@@ -83,15 +84,19 @@
   Table.prototype.refresh = function () {
     var o = this.o;
     var rows = o.rows();
-    var terms = (o.filter ? o.filter.value : "").toLowerCase().split(/\s+/).filter(Boolean);
+    var query = o.filter ? o.filter.value : "";
+    var id = o.matchId ? parseTestId(query) : null;
+    var terms = query.toLowerCase().split(/\s+/).filter(Boolean);
     var keep = o.keep ? o.keep() : null;
     var out = rows.filter(function (r) {
       if (keep && !keep(r)) { return false; }
+      if (id) { return o.matchId(r, id); }
       for (var i = 0; i < terms.length; i++) {
         if (r.text.indexOf(terms[i]) < 0) { return false; }
       }
       return true;
     });
+    this.id = id;
     var col = this.column(this.key) || o.columns[0];
     var dir = this.dir;
     out.sort(function (a, b) {
@@ -120,25 +125,51 @@
     });
     o.count.dataset.count = String(this.view.length);
     o.count.textContent = this.view.length + " of " + this.total + " rows";
-    var pager = o.pager;
-    pager.replaceChildren();
-    if (pages > 1) {
-      var button = function (label, page, disabled) {
-        var b = document.createElement("button");
-        b.type = "button";
-        b.textContent = label;
-        b.disabled = disabled;
-        b.addEventListener("click", function () { self.page = page; self.render(pages); });
-        pager.appendChild(b);
-      };
-      button("◀ previous", this.page - 1, this.page === 0);
-      var span = document.createElement("span");
-      span.textContent = " rows " + (start + 1) + "–" + (start + slice.length) + " of " +
-        this.view.length + " (page " + (this.page + 1) + " of " + pages + ") ";
-      pager.appendChild(span);
-      button("next ▶", this.page + 1, this.page >= pages - 1);
-    }
+    drawPager(o.pager, this.page, pages, start, slice.length, this.view.length,
+      function (page) { self.page = page; self.render(pages); });
+    if (o.after) { o.after(this.view); }
   };
+
+  /* "◀ previous  rows 101–200 of 342 (page 2 of 4)  next ▶"; nothing when one page holds all. */
+  function drawPager(pager, page, pages, start, shown, total, go) {
+    pager.replaceChildren();
+    if (pages <= 1) { return; }
+    var button = function (label, to, disabled) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = label;
+      b.disabled = disabled;
+      b.addEventListener("click", function () { go(to); });
+      pager.appendChild(b);
+    };
+    button("◀ previous", page - 1, page === 0);
+    var span = document.createElement("span");
+    span.textContent = " rows " + (start + 1) + "–" + (start + shown) + " of " + total +
+      " (page " + (page + 1) + " of " + pages + ") ";
+    pager.appendChild(span);
+    button("next ▶", page + 1, page >= pages - 1);
+  }
+
+  var UNIT_FUNCTION = "(unit-test selection)";
+  /* A pasted test id, as `where`, `audit`, `lint` and the PR comment print it (also a list
+   * line's "- " and TIMEOUT marker): {term, params} to match the function rows and to jump to
+   * the parametrization, or null for plain words. Mirrors split_test_id in reports/html.py. */
+  function parseTestId(q) {
+    q = q.trim().replace(/^-\s+/, "").replace(/\s+TIMEOUT\s*\(\d+\)\s*$/i, "")
+      .replace(/^(\.\/)?tests\/integration\/defs\//, "");
+    var bracket = q.indexOf("[");
+    var head = bracket < 0 ? q : q.slice(0, bracket);
+    if (head.indexOf("::") >= 0 && !/\s/.test(head)) {
+      return { term: head.toLowerCase(), params: bracket < 0 ? "" : q.slice(bracket) };
+    }
+    var space = q.indexOf(" ");
+    var path = space < 0 ? q : q.slice(0, space);
+    if (/^unittest\//.test(path) && DATA.files.indexOf(path) >= 0) {
+      return { term: (path + "::" + UNIT_FUNCTION).toLowerCase(), exact: true,
+        params: space < 0 ? "" : q.slice(space + 1).trim() };
+    }
+    return null;
+  }
 
   function countColumns(verdicts, get) {
     return verdicts.map(function (v, i) {
@@ -169,23 +200,59 @@
         esc(r.file) + "</a>"; } };
     var byFunction = [fileCol,
       { key: "function", label: "function", get: function (r) { return r.name; },
-        html: function (r) { return '<a href="' + fnHref(r.f, r.n) + '">' + esc(r.name) + "</a>"; } }];
+        html: function (r) {
+          var id = parseTestId($("filter").value);
+          return '<a href="' + fnHref(r.f, r.n, id ? id.params : "") + '">' + esc(r.name) +
+            "</a>";
+        } }];
     var byFile = [fileCol, { key: "nfn", label: "functions", num: true,
       get: function (r) { return r.nfn; }, html: function (r) { return String(r.nfn); } }];
     var rest = countColumns(V, function (r) { return r.counts; }).concat([
       { key: "total", label: "total", num: true, get: function (r) { return r.total; },
         html: function (r) { return String(r.total); } }]);
     var table = $("tests-table");
+    var jump = $("tests-jump");
+    /* A function row matches a pasted id when its file::function holds the id's head (the
+     * whole of it for a unit-test selection); a file row when one of its functions does. */
+    var fnMatches = function (r, id) {
+      return id.exact ? r.text === id.term : r.text.indexOf(id.term) >= 0;
+    };
+    var matchId = function (r, id) {
+      if (r.n !== undefined) { return fnMatches(r, id); }
+      return fnRows.some(function (x) { return x.f === r.f && fnMatches(x, id); });
+    };
+    /* The one function a pasted id names: its exact file::function, else the only match. */
+    var target = function (id) {
+      var hits = fnRows.filter(function (r) { return fnMatches(r, id); });
+      var exact = hits.filter(function (r) {
+        return r.text === id.term || r.text.slice(-id.term.length - 1) === "/" + id.term;
+      });
+      return exact.length === 1 ? exact[0] : hits.length === 1 ? hits[0] : null;
+    };
+    var showJump = function () {
+      var id = parseTestId($("filter").value);
+      var hit = id && id.params ? target(id) : null;
+      jump.hidden = !hit;
+      if (hit) {
+        jump.href = fnHref(hit.f, hit.n, id.params);
+        jump.innerHTML = "open <code>" + esc(id.params) + "</code> of " + esc(hit.name) + " →";
+      } else {
+        jump.removeAttribute("href");
+      }
+    };
     var make = function () {
       var isFile = group.value === "file";
       return new Table({ table: table, columns: (isFile ? byFile : byFunction).concat(rest),
         rows: function () { return isFile ? fileRows : fnRows; }, sortKey: "file",
         filter: $("filter"), count: $("tests-count"), pager: $("tests-pager"),
-        inputs: [$("filter"), toggle],
+        inputs: [$("filter"), toggle], matchId: matchId, after: showJump,
         keep: function () {
           return toggle.checked ? function (r) { return r.total > r.counts[0]; } : null;
         } });
     };
+    $("filter").addEventListener("keydown", function (e) {
+      if (e.key === "Enter" && !jump.hidden) { e.preventDefault(); location.href = jump.href; }
+    });
     var t = make();
     group.addEventListener("change", function () { t = make(); t.refresh(); });
     table.addEventListener("click", function (e) {
@@ -227,7 +294,43 @@
     new Table({ table: $("stages-table"), columns: stCols, rows: function () { return stRows; },
       sortKey: "stage", filter: $("stage-filter"), count: $("stages-count"),
       pager: $("stages-pager"), inputs: [$("stage-filter")] }).refresh();
+    lintTable();
     ready();
+  }
+
+  /* The lint rows are plain HTML (all of them show with JS off); here they get a filter, rule
+   * and severity choices and pages, by hiding rows. */
+  function lintTable() {
+    var table = $("lint-table");
+    if (!table) { return; }
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+    var texts = rows.map(function (r) { return r.textContent.toLowerCase(); });
+    var filter = $("lint-filter"), rule = $("lint-rule"), sev = $("lint-sev");
+    var page = 0;
+    var refresh = function () {
+      var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var kept = rows.filter(function (r, i) {
+        return (!rule.value || r.dataset.rule === rule.value) &&
+          (!sev.value || r.dataset.sev === sev.value) &&
+          terms.every(function (t) { return texts[i].indexOf(t) >= 0; });
+      });
+      var pages = Math.max(1, Math.ceil(kept.length / LINT_PAGE_SIZE));
+      if (page >= pages) { page = pages - 1; }
+      var shown = kept.slice(page * LINT_PAGE_SIZE, (page + 1) * LINT_PAGE_SIZE);
+      var visible = new Set(shown);
+      rows.forEach(function (r) { r.hidden = !visible.has(r); });
+      var count = $("lint-count");
+      count.dataset.count = String(kept.length);
+      count.textContent = kept.length + " of " + rows.length + " findings";
+      drawPager($("lint-pager"), page, pages, page * LINT_PAGE_SIZE, shown.length, kept.length,
+        function (to) { page = to; refresh(); });
+    };
+    [filter, rule, sev].forEach(function (el) {
+      el.addEventListener(el.tagName === "SELECT" ? "change" : "input",
+        function () { page = 0; refresh(); });
+    });
+    $("lint-controls").hidden = false;
+    refresh();
   }
 
   function parseHash() {
@@ -318,8 +421,14 @@
       return "<li>" + (g === fn ? "<b>" + esc(g.name) + "</b>"
         : '<a href="' + fnHref(d.file, i) + '">' + esc(g.name) + "</a>") + "</li>";
     }).join("");
-    $("fn-status").textContent = fn.params.length + " rows";
     var target = document.querySelector("#matrix tr.hl");
+    $("fn-status").textContent = fn.params.length + " rows";
+    var missing = $("fn-missing");
+    missing.hidden = !(h.p && !target);
+    if (h.p && !target) {
+      missing.innerHTML = "No test list names <code>" + esc(fn.name + h.p) + "</code>: it is not " +
+        "among the " + fn.params.length + " listed parametrizations below.";
+    }
     if (target) { target.scrollIntoView({ block: "center" }); }
     ready();
   }

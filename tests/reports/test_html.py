@@ -14,10 +14,12 @@ from urllib.parse import unquote
 
 import pytest
 
-from reports import html
+from auditor.promote import _unsplit
+from reports import charts, html
 from reports.html import REPORT_SCHEMA, build_view, generate, split_test_id
 from testdb.errors import UsageError
 from testdb.index import load
+from testdb.schedule import VERDICTS, verdict_for
 from testdb.stats import compute_stats
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,9 +102,11 @@ def test_no_remote_assets_and_local_links_resolve(corpus_report: Path) -> None:
 
 
 def test_corpus_index_page_stays_small(corpus_report: Path) -> None:
-    # The rows live in data.js and are drawn page by page; the HTML holds no table rows of them.
+    # The test rows live in data.js and are drawn page by page; the HTML holds no table rows of
+    # them. It does hold the pictures (369 file bars, 100 stage cards) and the lint rows, so
+    # that they read with JS off: about 0.5 MB on the corpus.
     index = (corpus_report / "index.html").read_text(encoding="utf-8")
-    assert len(index) < 400_000
+    assert len(index) < 700_000
     assert 'id="tests-table"' in index and index.count("<tr") < 600
 
 
@@ -181,3 +185,67 @@ def test_cli_report_errors(run_cli: RunCli, tmp_path: Path) -> None:
                   "--audit", str(bad))
     assert res.code == 2 and res.err.startswith(f"error: {bad}: not an audit file")
     assert not (tmp_path / "r").exists()
+
+
+def test_stage_cards_are_the_schedules_shards_against_the_budget() -> None:
+    index = load(str(CORPUS))
+    groups: dict[str, list[Any]] = {}
+    for ss in index.schedule.stages.values():
+        groups.setdefault(_unsplit(ss.stage.name, ss.stage.split_id), []).append(ss)
+    for budget in (120.0, 30.0):
+        cards = {c["name"]: c for c in build_view(index, budget_minutes=budget).page[
+            "stage_charts"]}
+        assert set(cards) == set(groups)
+        for name, shards in groups.items():
+            c = cards[name]
+            shards.sort(key=lambda s: s.stage.split_id)
+            assert [b.value for b in c["bars"]] == [round(s.duration_s / 60, 1) for s in shards]
+            assert c["budgeted"] == (not shards[0].stage.is_post_merge)
+            assert c["over"] == (c["budgeted"] and max(s.duration_s for s in shards) > budget * 60)
+            if c["budgeted"]:  # the line sits at the budget on the bars' own scale
+                plot = c["base_y"] - 14.0
+                for b, s in zip(c["bars"], shards, strict=True):
+                    if b.h > 1:
+                        assert (c["base_y"] - c["budget_y"]) / plot == pytest.approx(
+                            b.h / plot * budget * 60 / s.duration_s, rel=1e-3)
+        over = sum(c["over"] for c in cards.values())
+        assert over > 0
+    assert over > sum(c["over"] for c in build_view(index).page["stage_charts"]), \
+        "a smaller budget puts more groups over it"
+
+
+def test_file_chart_counts_every_listed_id_once() -> None:
+    index = load(str(CORPUS))
+    chart = build_view(index).page["file_chart"]
+    rows = chart["open"]["rows"] + chart["folded"]["rows"]
+    expected: dict[str, Counter[str]] = {}
+    for tid, pl in index.schedule.placements.items():
+        expected.setdefault(split_test_id(tid)[0], Counter())[verdict_for(list(pl))] += 1
+    assert len(chart["open"]["rows"]) == charts.FILES_SHOWN
+    assert {r["file"]: {s.cls[2:]: s.value for s in r["segments"]} for r in rows} == \
+        {f: dict(c) for f, c in expected.items()}
+    for r in rows:
+        assert sum(s.w for s in r["segments"]) == pytest.approx(chart["bar_w"], abs=0.5)
+
+
+def test_guards_chart_keeps_a_verdict_word_it_does_not_know() -> None:
+    rows = [{"function": "f", "verdict": "gated", "guards": [
+        {"verdict": "gated"}, {"verdict": "gated"}, {"verdict": "from-the-future"}]},
+        {"function": "g", "verdict": "unguarded", "guards": []}]
+    chart = charts.guards_chart(rows, VERDICTS)
+    f, g = chart["rows"]
+    assert [(s.cls, s.value) for s in f["segments"]] == [("f-gated", 2),
+                                                         ("f-from-the-future", 1)]
+    assert f["segments"][0].w == pytest.approx(2 * f["segments"][1].w)
+    assert g["total"] == 0 and g["segments"] == []
+
+
+def test_cli_report_budget(run_cli: RunCli, tmp_path: Path) -> None:
+    res = run_cli("--root", str(CORPUS), "report", "--html", str(tmp_path / "r"),
+                  "--budget-minutes", "30")
+    assert res.code == 0, res.err
+    index = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert "the 30 min pre-merge budget" in index
+    res = run_cli("--root", str(CORPUS), "report", "--html", str(tmp_path / "r"),
+                  "--budget-minutes", "0")
+    assert res.code == 2

@@ -105,8 +105,9 @@ def _add_line(root: Path, test_id: str) -> int:
 
 
 def test_manifest_is_valid_for_pre_commit() -> None:
-    res = subprocess.run([*_pre_commit(), "validate-manifest", str(REPO / ".pre-commit-hooks.yaml")],
-                         text=True, capture_output=True, timeout=120)
+    manifest = str(REPO / ".pre-commit-hooks.yaml")
+    res = subprocess.run([*_pre_commit(), "validate-manifest", manifest], text=True,
+                         capture_output=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"testdb-lint", "testdb-lint-system"}
