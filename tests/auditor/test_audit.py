@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reports.comment import render_comment
 from tests.conftest import EXAMPLE
 
 CREATOR = "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py"
@@ -494,6 +495,14 @@ def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, 
         if f["function"] == function and f["rule"] == "no-pre-merge-guard":
             assert set(f["guards"]) == deciding
     text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
-    for tid in context:
-        line = next(ln for ln in text.splitlines() if tid.split("::", 1)[1] in ln)
-        assert "pre-merge" not in line.split("  ")[0]  # listed as context, not a guard
+    label = (decided_by["tier"] if decided_by["tier"] != "parameter"
+             else f"parameter/{decided_by['rank']}")
+    [decides] = [ln for ln in text.splitlines() if ln.endswith("<- decides the verdict")]
+    assert decides.startswith(f" *{label}: ")
+    for rank in {r for r in context.values()}:
+        assert any(ln.startswith(f"  parameter/{rank}: ") and ln.endswith("(context: not counted)")
+                   for ln in text.splitlines())
+    markdown = render_comment(data)
+    for tid in context:  # the PR comment lists weaker links only as context
+        rows = [ln for ln in markdown.splitlines() if f"`{tid}`" in ln]
+        assert rows and all("(context, not counted)" in ln for ln in rows)

@@ -229,7 +229,7 @@ def test_cli_results_file(run_cli: RunCli, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("content", "expect"), [
     ("{not json", "not JSON"),
     ('{"schema": "testdb-audit/where@1"}', "not an audit file (schema 'testdb-audit/where@1')"),
-    ('{"schema": "testdb-audit/audit@1", "provenance": {}}', "missing keys 'summary'"),
+    ('{"schema": "testdb-audit/audit@2", "provenance": {}}', "missing keys 'summary'"),
     ("[1, 2]", "expected an object, got a list"),
 ])
 def test_cli_bad_audit_json(run_cli: RunCli, tmp_path: Path, content: str, expect: str) -> None:
