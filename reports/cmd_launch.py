@@ -275,21 +275,31 @@ def _show(results: Any, fmt: str, allow_not_runnable: bool = False) -> int:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(results.counts().items()))
         click.echo(f"{len(results.results)} run(s): {counts}; results in "
                    f"{os.path.join(results.run_dir, 'results.json')}")
-    if results.interrupted:
-        return 130
-    if any(r.outcome in FAILING for r in results.results):
-        return EXIT_FINDINGS
-    stuck = [r for r in results.results if r.outcome == "not-runnable"]
-    if stuck and not allow_not_runnable:
-        # A guard that could not run here has no result: that is no success.
-        n = len(results.results)
-        what = "none of the planned tests ran" if len(stuck) == n else (
-            f"{len(stuck)} of {n} planned tests did not run")
-        click.echo(f"error: {what}: not runnable here: {stuck[0].test_id}: {stuck[0].detail}"
-                   "; run them where they fit (--backend slurm, a bigger machine) or pass "
-                   "--allow-not-runnable", err=True)
-        return EXIT_FINDINGS
-    return 0
+    code, why = launch_exit([r.outcome for r in results.results], results.interrupted,
+                            allow_not_runnable)
+    if why:
+        stuck = next(r for r in results.results if r.outcome == "not-runnable")
+        click.echo(f"error: {why}: {stuck.test_id}: {stuck.detail}; run them where they fit "
+                   "(--backend slurm, a bigger machine) or pass --allow-not-runnable", err=True)
+    return code
+
+
+def launch_exit(outcomes: list[str], interrupted: bool, allow_not_runnable: bool
+                ) -> tuple[int, str]:
+    """The exit code of a launch and, when tests could not run, why that is no success:
+    130 interrupted; 1 when a test failed, or did not run here (a guard with no result is
+    not a passing guard) unless ``allow_not_runnable``; else 0."""
+    if interrupted:
+        return 130, ""
+    if any(o in FAILING for o in outcomes):
+        return EXIT_FINDINGS, ""
+    stuck = sum(1 for o in outcomes if o == "not-runnable")
+    if not stuck or allow_not_runnable:
+        return 0, ""
+    n = len(outcomes)
+    what = (f"none of the {n} planned tests ran" if stuck == n
+            else f"{stuck} of the {n} planned tests did not run")
+    return EXIT_FINDINGS, f"{what}: not runnable here"
 
 
 def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> Any:
