@@ -26,7 +26,7 @@ def replay_dir() -> str:
     import testdb.stamp
 
     # The cache directory's helper lives in testdb.stamp (earlier: testdb.index).
-    where = getattr(testdb.stamp, "cache_dir", None) or testdb.index.cache_dir
+    where = getattr(testdb.stamp, "cache_dir", None) or getattr(testdb.index, "cache_dir")  # noqa: B009
     return os.path.join(str(where()), "replay")
 
 

@@ -37,6 +37,7 @@ class GuardRef:
     effective: str
     via: str = ""  # the unittest/... selection line that runs a unit test
     strength: str = ""
+    decides: bool = False  # of the level whose links decide the verdict (not context)
 
     def names(self, test: str) -> bool:
         """Whether this guard is the test ``test`` (a node id or a unit-test selection)."""
@@ -53,6 +54,7 @@ class BehaviourRecord:
     tier: str | None
     guards: dict[str, tuple[GuardRef, ...]] = field(default_factory=dict)  # tier -> guards
     counts: dict[str, int] = field(default_factory=dict)  # tier -> how many the audit found
+    deciding_count: int = 0  # how many links the deciding level has (the record may hold fewer)
 
     @property
     def key(self) -> str:
@@ -64,11 +66,14 @@ class BehaviourRecord:
 
     @property
     def deciding(self) -> tuple[GuardRef, ...]:
-        return self.guards.get(self.tier or "", ())
+        """The guards whose verdicts decide the behaviour's (the deciding level)."""
+        return tuple(g for g in self.guards.get(self.tier or "", ()) if g.decides)
 
-    def complete(self, tier: str) -> bool:
-        """Whether the record holds every guard of ``tier`` (the audit cuts the module tier)."""
-        return len(self.guards.get(tier, ())) >= self.counts.get(tier, 0)
+    @property
+    def complete(self) -> bool:
+        """Whether the record holds every guard of the deciding level (the audit keeps only
+        the first few of a large module tier)."""
+        return len(self.deciding) >= self.deciding_count
 
     def link(self, test: str) -> str | None:
         """The most specific tier whose guards name ``test``, if any."""
@@ -136,9 +141,9 @@ def record_json(r: CommitRecord) -> dict[str, Any]:
         "behaviours": [{
             "path": b.path, "function": b.function, "status": b.status, "line": b.line,
             "verdict": b.verdict, "share": b.share, "tier": b.tier,
-            "guards": {t: [[g.test_id, g.effective, g.via, g.strength] for g in gs]
-                       for t, gs in b.guards.items()},
-            "counts": b.counts} for b in r.behaviours],
+            "guards": {t: [[g.test_id, g.effective, g.via, g.strength, int(g.decides)]
+                           for g in gs] for t, gs in b.guards.items()},
+            "counts": b.counts, "deciding_count": b.deciding_count} for b in r.behaviours],
         "findings": [{"severity": f.severity, "rule": f.rule, "function": f.function,
                       "path": f.path, "line": f.line, "guards": list(f.guards),
                       "stages": list(f.stages), "message": f.message} for f in r.findings],
@@ -183,9 +188,11 @@ def record_from_json(d: Any, shown: str, where: str = "commit") -> CommitRecord:
         for tier, gs in rd.get(b, "guards", dict, w, {}).items():
             refs = []
             for g in gs if isinstance(gs, list) else []:
-                if not (isinstance(g, list) and len(g) == 4 and all(isinstance(x, str) for x in g)):
-                    raise rd.fail(f"{w}.guards.{tier}", "expected [id, verdict, via, strength]")
-                refs.append(GuardRef(*g))
+                if not (isinstance(g, list) and len(g) == 5
+                        and all(isinstance(x, str) for x in g[:4]) and g[4] in (0, 1)):
+                    raise rd.fail(f"{w}.guards.{tier}",
+                                  "expected [id, verdict, via, strength, decides]")
+                refs.append(GuardRef(g[0], g[1], g[2], g[3], bool(g[4])))
             guards[str(tier)] = tuple(refs)
         counts = {str(k): int(v) for k, v in rd.get(b, "counts", dict, w, {}).items()
                   if isinstance(v, int)}
@@ -193,7 +200,7 @@ def record_from_json(d: Any, shown: str, where: str = "commit") -> CommitRecord:
             rd.get(b, "path", str, w), rd.get(b, "function", str, w),
             rd.get(b, "status", str, w, ""), rd.get(b, "line", int, w, 0),
             rd.get(b, "verdict", str, w), rd.get(b, "tier", (str, type(None)), w, None),
-            guards, counts))
+            guards, counts, rd.get(b, "deciding_count", int, w, 0)))
     findings = []
     for i, f in enumerate(rd.get(d, "findings", list, where, [])):
         w = f"{where}.findings[{i}]"

@@ -31,17 +31,23 @@ def behaviour_record(b: Any) -> BehaviourRecord:
     """The parts of an audit behaviour the replay keeps. Read by attribute name with defaults,
     so that fields the audit adds later do not break it."""
     guards_in: dict[str, list[Any]] = dict(getattr(b, "guards", {}) or {})
-    guards = {t: tuple(GuardRef(str(g.test_id), str(getattr(g, "effective", "") or ""),
-                                str(getattr(g, "via", "") or ""),
-                                str(getattr(g, "strength", "") or ""))
-                       for g in guards_in[t])
-              for t in _tier_order(guards_in)}
+    tier = getattr(b, "tier", None)
+    decides = getattr(b, "decides", None)  # the audit's own rule, where it has one
+
+    def ref(t: str, g: Any) -> GuardRef:
+        return GuardRef(str(g.test_id), str(getattr(g, "effective", "") or ""),
+                        str(getattr(g, "via", "") or ""), str(getattr(g, "strength", "") or ""),
+                        bool(decides(g)) if callable(decides) else t == tier)
+
+    guards = {t: tuple(ref(t, g) for g in guards_in[t]) for t in _tier_order(guards_in)}
     counts = {t: int(n) for t, n in (getattr(b, "guard_counts", {}) or {}).items()}
     for t, gs in guards.items():
         counts[t] = max(counts.get(t, 0), len(gs))
+    deciding = sum(1 for gs in guards.values() for g in gs if g.decides)
     return BehaviourRecord(str(b.path), str(getattr(b, "qualname", "") or ""),
                            str(getattr(b, "status", "")), int(getattr(b, "line", 0) or 0),
-                           str(b.verdict), getattr(b, "tier", None), guards, counts)
+                           str(b.verdict), tier, guards, counts,
+                           max(int(getattr(b, "deciding_count", 0) or 0), deciding))
 
 
 def finding_record(f: Any) -> FindingRecord:
@@ -61,9 +67,17 @@ def _list_change(lc: Any) -> dict[str, Any]:
 
 
 def opened_classes(audit: Any) -> tuple[str, ...]:
-    """The gated PR classes this change opened, as the audit's own runs say (``opened``)."""
-    found = {r.pr_class for b in audit.behaviours for gs in (b.guards or {}).values()
-             for g in gs for r in getattr(g, "runs", ()) if getattr(r, "opened", False)}
+    """What this change's pipeline opened, as the audit's own runs say: the stages of runs it
+    opened or started (and their PR classes, where the audit names them), and the gates."""
+    found: set[str] = set()
+    for b in audit.behaviours:
+        for gs in (b.guards or {}).values():
+            for g in gs:
+                for r in getattr(g, "runs", ()):
+                    if getattr(r, "opened", False) or getattr(r, "started", False) is True:
+                        found.add(str(r.stage))
+                        found.add(str(getattr(r, "pr_class", "") or ""))
+    found.discard("")
     gates = audit.gates or {}
     if gates.get("multi_gpu"):
         found.add("gated-multi-gpu")
