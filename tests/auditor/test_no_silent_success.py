@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.auditor.test_audit import CREATOR, behaviour, commit, edit, git, guard_ids, repo
+from tests.auditor.test_audit import CREATOR, behaviour, commit, edit, guard_ids, repo
 from tests.conftest import EXAMPLE, REPO
 
 __all__ = ["repo"]  # the fixture, imported for these tests
