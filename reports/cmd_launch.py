@@ -279,16 +279,17 @@ def _show(results: Any, fmt: str, allow_not_runnable: bool = False) -> int:
                             allow_not_runnable)
     if why:
         stuck = next(r for r in results.results if r.outcome == "not-runnable")
-        click.echo(f"error: {why}: {stuck.test_id}: {stuck.detail}; run them where they fit "
-                   "(--backend slurm, a bigger machine) or pass --allow-not-runnable", err=True)
+        click.echo(f"{'error' if code else 'warning'}: {why}: {stuck.test_id}: {stuck.detail}"
+                   "; run them where they fit (--backend slurm, a bigger machine)"
+                   + (" or pass --allow-not-runnable" if code else ""), err=True)
     return code
 
 
 def launch_exit(outcomes: list[str], interrupted: bool, allow_not_runnable: bool
                 ) -> tuple[int, str]:
-    """The exit code of a launch and, when tests could not run, why that is no success:
-    130 interrupted; 1 when a test failed, or did not run here (a guard with no result is
-    not a passing guard) unless ``allow_not_runnable``; else 0."""
+    """The exit code of a launch, and what to say when tests could not run here: 130
+    interrupted; 1 when a test failed; 1 when no test ran because none can run here (no
+    silent success) unless ``allow_not_runnable``; 0 with a warning when only some could."""
     if interrupted:
         return 130, ""
     if any(o in FAILING for o in outcomes):
@@ -297,9 +298,9 @@ def launch_exit(outcomes: list[str], interrupted: bool, allow_not_runnable: bool
     if not stuck or allow_not_runnable:
         return 0, ""
     n = len(outcomes)
-    what = (f"none of the {n} planned tests ran" if stuck == n
-            else f"{stuck} of the {n} planned tests did not run")
-    return EXIT_FINDINGS, f"{what}: not runnable here"
+    if stuck == n:
+        return EXIT_FINDINGS, f"none of the {n} planned tests ran: not runnable here"
+    return 0, f"{stuck} of the {n} planned tests did not run: not runnable here"
 
 
 def _post(cmd: str, repo: str | None, pr: int | None, api_url: str) -> Any:
