@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "launch": ("reports.cmd_launch", "launch", "Run flagged guards on GPUs, Slurm or the PR bot."),
     "promote": ("reports.cmd_promote", "promote", "Move post-merge test-db entries to pre-merge."),
     "demote": ("reports.cmd_promote", "demote", "Move pre-merge test-db entries to post-merge."),
+    "replay": ("reports.cmd_replay", "replay",
+               "Audit a history commit by commit; score it; plan promotions."),
 }
 
 

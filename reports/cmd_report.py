@@ -27,13 +27,15 @@ def _typed(decorator: Any) -> Callable[[F], F]:
               help="Audit JSON (`testdb audit --format json -o FILE`): its findings come first.")
 @click.option("--results", "results_file", type=click.Path(dir_okay=False),
               help="Launch results JSON to show beside the guards.")
+@click.option("--replay", "replay_file", type=click.Path(dir_okay=False),
+              help="Replay JSON (`testdb replay RANGE -o FILE`): adds history.html.")
 @click.option("--budget-minutes", type=click.FloatRange(min=0, min_open=True),
               default=DEFAULT_BUDGET_MINUTES, show_default=True,
               help="The pre-merge shard budget drawn on the shard charts (as `promote`).")
 @_typed(format_option("text", "json"))
 @click.pass_obj
 def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file: str | None,
-           budget_minutes: float, fmt: str) -> int:
+           replay_file: str | None, budget_minutes: float, fmt: str) -> int:
     """Write a self-contained HTML coverage report (works offline, no CDN, pictures drawn at
     build time): per test file and function, parametrizations by verdict; each stage group's
     shard minutes against the pre-merge budget; lint; audit findings first when given.
@@ -53,7 +55,16 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
     results = read_results(results_file) if results_file else None
     t0 = time.perf_counter()
     index = opts.index()
-    info = generate(index, html_dir, audit, results, budget_minutes)
+    if replay_file:
+        from os.path import join
+
+        from reports.replay_html import PAGE, read_replay
+
+        info = generate(index, html_dir, audit, results, budget_minutes,
+                        replay=read_replay(replay_file))
+        info["history"] = join(html_dir, PAGE)
+    else:
+        info = generate(index, html_dir, audit, results, budget_minutes)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     if fmt == "json":
         click.echo(dump_json(info))
@@ -62,4 +73,6 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
         click.echo(f"{paint('wrote', 'green', colour, bold=True)} {info['index']}  "
                    f"({info['test_ids']} test ids, {info['functions']} functions, "
                    f"{info['stages']} stages, {info['seconds']:.2f} s)")
+        if "history" in info:
+            click.echo(f"{paint('wrote', 'green', colour, bold=True)} {info['history']}")
     return report_diagnostics(index.diagnostics, quiet_warnings=True)

@@ -305,6 +305,8 @@ def render_files(view: ReportView) -> dict[str, str]:
            "data.js": _js("TESTDB_DATA", view.data)}
     for fi, d in view.details.items():
         out[f"detail/f{fi}.js"] = _js("TESTDB_DETAIL", d)
+    if view.page.get("replay"):  # the history page (reports/replay_html.py)
+        out["history.html"] = env.get_template("replay.html.j2").render(page=view.page)
     return out
 
 
@@ -360,9 +362,15 @@ def write_report(out_dir: str, view: ReportView) -> list[str]:
 
 def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
              results: list[dict[str, Any]] | None = None,
-             budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES) -> dict[str, Any]:
-    """Build and write the report; returns a small summary for the CLI."""
+             budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES,
+             replay: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Build and write the report; returns a small summary for the CLI. ``replay``: a
+    replay JSON (`testdb replay -o`), drawn as ``history.html``."""
     view = build_view(index, audit, results, budget_minutes)
+    if replay is not None:
+        from reports.replay_html import replay_page
+
+        view.page["replay"] = replay_page(replay)
     files = write_report(out_dir, view)
     return {"schema": REPORT_SCHEMA, "dir": out_dir, "index": os.path.join(out_dir, "index.html"),
             "files": len(files), "test_ids": view.page["total"],

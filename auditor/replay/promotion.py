@@ -19,10 +19,10 @@ from testdb.errors import TestDbError, UsageError
 # A guard that ran somewhere at its commit; moving it would have made it run before merge.
 # (A guard waived, unscheduled or naming no test at its commit stays so: moving it helps not.)
 RAN = ("gated", "post-merge-only", "qa-only")
-RULE = ("greedy by value per added minute (value: historical behaviour changes and faulty "
-        "changes the move would have guarded; minutes: what it adds to the pre-merge shards, as "
-        "`testdb promote` prices it); then the better of that set and the best single move "
-        "(within (1 - 1/e)/2 of the optimum; Khuller, Moss and Naor 1999)")
+RULE = ("greedy by value per added minute (value: the historical behaviour changes and faulty "
+        "changes a move would have guarded; minutes: what it adds to the pre-merge shards, as "
+        "`testdb promote` prices it), run from no move and from each single move that fits; "
+        "the best set wins (within (1 - 1/e)/2 of the optimum: Khuller, Moss and Naor 1999)")
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,8 @@ def _moved_schedule(index: Any, edits: Sequence[Any]) -> Any:
 
 
 def _added_minutes(plan: Any) -> float:
-    return sum(sum(s.after_s for s in b.shards) - sum(s.before_s for s in b.shards)
-               for b in plan.budget) / 60
+    return float(sum(sum(s.after_s for s in b.shards) - sum(s.before_s for s in b.shards)
+               for b in plan.budget) / 60)
 
 
 def context_index(index: Any, context: str) -> Any:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,3 +151,14 @@ class CommitAuditor:
                 self._indexes.pop(next(iter(self._indexes)))
             self._indexes[plan.key] = index
         return index
+
+
+@contextlib.contextmanager
+def plan_at(repo: str, options: ReplayOptions, info: CommitInfo) -> Iterator[Any]:
+    """The test plan of one commit, loaded from a scratch tree (read-only while it is used)."""
+    worker = CommitAuditor(repo, options)
+    try:
+        worker.tree.checkout(info.tree)
+        yield worker.load_index()
+    finally:
+        worker.close()
