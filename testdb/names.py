@@ -1,0 +1,239 @@
+"""Does a listed name name a test of this checkout? valid, invalid (with the nearest), unchecked.
+
+CI keeps only collected items whose node id is exactly a listed name, and prints any other name
+as an invalid test-name filter that it ignores (TensorRT-LLM's
+``tests/integration/defs/test_list_parser.py``, ``modify_by_test_list``). Its corrector
+(``get_test_name_corrections_v2``) buckets candidates by file and function, tries the same
+function's parametrizations first, then function names within a small edit distance, and caps
+its work. The suggestions here follow the same buckets, as a reviewer needs them:
+
+- the bare name of a parametrized function: its own parametrizations, in source order;
+- a wrong parameter id: the same function's ids, closest first (fewest differing ``-`` pieces,
+  then string similarity);
+- a wrong function: the nearest function names of the same class, else the nearest classes or
+  functions of the same file.
+
+Work per name is bounded: one file's items are grouped once (``NameChecker`` memoizes per
+file and per missing function), and at most ``MAX_CANDIDATES`` ids are ranked per name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from testdb.grammar import NodeId, split_node_id
+
+Status = Literal["valid", "invalid", "not-checked"]
+VALID: Status = "valid"
+INVALID: Status = "invalid"
+NOT_CHECKED: Status = "not-checked"
+
+INVALID_MEANING = "names no test in this checkout; CI ignores it"
+NOT_CHECKED_MEANING = "not checked against sources"
+MAX_SUGGESTIONS = 3
+MAX_CANDIDATES = 500  # ids of one function ranked per name (CI caps its candidates too)
+NAME_CUTOFF = 0.6  # difflib ratio below which a function or class name is not suggested
+PARAM_CUTOFF = 0.5  # ... and a parameter id, unless it differs in one piece only
+
+
+@dataclass(frozen=True)
+class NameCheck:
+    """The answer for one listed name: ``status``, why (in words), the nearest real ids, and
+    how many more ids the first suggestion's function has (a bare name's parametrizations)."""
+
+    id: str
+    status: Status
+    reason: str = ""
+    nearest: tuple[str, ...] = ()
+    more: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "reason": self.reason, "nearest": list(self.nearest),
+                "more": self.more}
+
+
+@dataclass
+class _File:
+    """One test file's items, grouped: function id -> its ids (``[params]`` or the bare id)."""
+
+    functions: dict[str, list[str]] = field(default_factory=dict)
+    indeterminate: set[str] = field(default_factory=set)
+    placeholders: list[str] = field(default_factory=list)  # fnmatch patterns of bases
+    _classes: dict[tuple[str, ...], list[str]] | None = None
+
+    def classes(self) -> dict[tuple[str, ...], list[str]]:
+        """Class path -> its function names (``()``: the module's own functions)."""
+        if self._classes is None:
+            self._classes = {}
+            for base in self.functions:
+                node = split_node_id(base)
+                if node is not None:
+                    self._classes.setdefault(node.classes, []).append(node.function)
+        return self._classes
+
+
+def _pieces(params: str) -> Counter[str]:
+    return Counter(params.split("-"))  # pytest joins the ids of stacked parameters with "-"
+
+
+def _names(pieces: Counter[str]) -> set[str]:
+    return {p.split("=", 1)[0] for p in pieces if "=" in p}
+
+
+def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
+    """The ``[params]`` strings of ``candidates`` closest to ``params``: fewest differing
+    ``-`` pieces first, then most parameter names in common, then source order. A candidate
+    sharing no piece and no parameter name must reach ``PARAM_CUTOFF`` (difflib's ratio)."""
+    want = _pieces(params)
+    want_names = _names(want)
+    scored: list[tuple[int, int, float, int, str]] = []
+    for n, c in enumerate(candidates[:MAX_CANDIDATES]):
+        got = _pieces(c)
+        diff = sum(((want - got) + (got - want)).values())
+        names = len(want_names & _names(got))
+        ratio = 0.0
+        if not names and not want & got:
+            ratio = difflib.SequenceMatcher(None, params, c, autojunk=False).ratio()
+            if ratio < PARAM_CUTOFF:
+                continue
+        scored.append((diff, -names, -ratio, n, c))
+    return [s[-1] for s in sorted(scored)[:limit]]
+
+
+def nearest_names(name: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
+    """Function or class names close to ``name`` (difflib's ratio, as ``get_close_matches``)."""
+    return difflib.get_close_matches(name, candidates, n=limit, cutoff=NAME_CUTOFF)
+
+
+class NameChecker:
+    """Checks listed names against an inventory (``testdb.inventory.Inventory``); one file's
+    items are grouped once, a missing function's neighbours found once."""
+
+    def __init__(self, inventory: Any) -> None:
+        self.inventory = inventory
+        files = tuple(inventory.files()) if inventory is not None and len(inventory) else ()
+        self._files = set(files)
+        # Which pytest roots have sources: integration ids, and unit tests ("unittest/...").
+        self._roots = {_root_of(f) for f in files}
+        self._placeholders: dict[str, list[str]] = {}
+        for p in inventory.placeholders() if files else ():
+            self._placeholders.setdefault(p.file, []).append(p.base)
+        self._groups: dict[str, _File] = {}
+        self._near: dict[tuple[str, str], list[str]] = {}
+        self._memo: dict[str, NameCheck] = {}
+
+    @property
+    def has_sources(self) -> bool:
+        return bool(self._files)
+
+    def check(self, test_id: str) -> NameCheck:
+        got = self._memo.get(test_id)
+        if got is None:
+            got = self._memo[test_id] = self._check(test_id)
+        return got
+
+    def group(self, file: str) -> _File:
+        g = self._groups.get(file)
+        if g is None:
+            g = self._groups[file] = _File(placeholders=list(self._placeholders.get(file, ())))
+            for item in self.inventory.by_file(file) if file in self._files else ():
+                if item.is_placeholder:
+                    if item.base not in g.placeholders:
+                        g.placeholders.append(item.base)
+                    continue
+                g.functions.setdefault(item.base, []).append(item.nodeid)
+                if item.indeterminate:
+                    g.indeterminate.add(item.base)
+        return g
+
+    def _check(self, test_id: str) -> NameCheck:
+        node = split_node_id(test_id)
+        if node is None:
+            return NameCheck(test_id, NOT_CHECKED, "not a node id (file.py::name)")
+        if _root_of(node.file) not in self._roots:
+            return NameCheck(test_id, NOT_CHECKED,
+                             f"{NOT_CHECKED_MEANING}: no test sources in this checkout")
+        if node.file not in self._files:
+            return NameCheck(test_id, INVALID,
+                             f"{INVALID_MEANING}: no test file {node.file}")
+        g = self.group(node.file)
+        if node.base in g.indeterminate or any(fnmatch.fnmatchcase(node.base, p)
+                                               for p in g.placeholders):
+            return NameCheck(test_id, NOT_CHECKED, f"{NOT_CHECKED_MEANING}: the ids of "
+                             f"{node.qualname} are computed at run time")
+        ids = g.functions.get(node.base)
+        if ids is not None and test_id in ids:
+            return NameCheck(test_id, VALID)
+        if ids is not None:
+            return self._wrong_params(test_id, node, ids)
+        return self._wrong_function(test_id, node, g)
+
+    def _wrong_params(self, test_id: str, node: NodeId, ids: list[str]) -> NameCheck:
+        params = [i[len(node.base) + 1:-1] for i in ids if i != node.base]
+        if node.params is None:
+            shown = ids[:MAX_SUGGESTIONS]
+            return NameCheck(test_id, INVALID, f"{INVALID_MEANING}: CI matches exact ids and "
+                             f"{node.qualname} is parametrized ({len(ids)} ids)",
+                             tuple(shown), len(ids) - len(shown))
+        if not params:
+            return NameCheck(test_id, INVALID, f"{INVALID_MEANING}: {node.qualname} takes "
+                             "no parameters", (node.base,))
+        near = rank_params(node.params, params)
+        return NameCheck(test_id, INVALID, f"{INVALID_MEANING}: {node.qualname} has no "
+                         f"parametrization [{node.params}]",
+                         tuple(f"{node.base}[{p}]" for p in near))
+
+    def _wrong_function(self, test_id: str, node: NodeId, g: _File) -> NameCheck:
+        key = (node.file, node.qualname)
+        bases = self._near.get(key)
+        if bases is None:
+            bases = self._near[key] = _near_functions(node, g)
+        nearest: list[str] = []
+        for base in bases:
+            ids = g.functions[base]
+            if node.params is None or ids == [base]:
+                nearest.append(ids[0])
+                continue
+            exact = f"{base}[{node.params}]"
+            if exact in ids:
+                nearest.append(exact)
+            else:
+                near = rank_params(node.params, [i[len(base) + 1:-1] for i in ids], 1)
+                nearest.append(f"{base}[{near[0]}]" if near else ids[0])
+        return NameCheck(test_id, INVALID, f"{INVALID_MEANING}: no test {node.qualname} in "
+                         f"{node.file}", tuple(nearest[:MAX_SUGGESTIONS]))
+
+
+def _near_functions(node: NodeId, g: _File) -> list[str]:
+    """Function ids of the file nearest to a missing ``node``: same class first, then the
+    nearest classes holding a function of that name (or the nearest functions in them)."""
+    classes = g.classes()
+    prefix = "::".join((node.file, *node.classes))
+    found: list[str] = []
+    if node.classes in classes:
+        found = [f"{prefix}::{f}" for f in nearest_names(node.function, classes[node.classes])]
+    if not found and node.classes:
+        names = ["::".join(c) for c in classes if c]
+        for cls in nearest_names("::".join(node.classes), names):
+            funcs = classes[tuple(cls.split("::"))]
+            pick = [node.function] if node.function in funcs else nearest_names(
+                node.function, funcs, 1)
+            found += [f"{node.file}::{cls}::{f}" for f in pick]
+    if not found:  # a module-level function, or nothing close in the classes
+        qualnames = {b[len(node.file) + 2:]: b for b in g.functions}
+        found = [qualnames[q] for q in nearest_names(node.qualname, list(qualnames))]
+    return found[:MAX_SUGGESTIONS]
+
+
+def _root_of(file: str) -> str:
+    return "unittest" if file.startswith("unittest/") else ""
+
+
+def check_names(inventory: Any, test_ids: list[str]) -> dict[str, NameCheck]:
+    """``NameChecker(inventory).check`` for each id."""
+    checker = NameChecker(inventory)
+    return {t: checker.check(t) for t in test_ids}

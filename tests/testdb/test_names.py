@@ -1,0 +1,135 @@
+"""names: a listed name is valid, invalid (with the nearest real ids) or not checked; a table."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from testdb.inventory import Inventory, build_static
+from testdb.names import NameChecker, rank_params
+
+SOURCE = '''
+import pytest
+from defs.conftest import parametrize_with_ids, compute_params
+
+class TestLlama:
+    @parametrize_with_ids("cuda_graph", [False, True])
+    @parametrize_with_ids("attn_backend", ["TRTLLM", "FLASHINFER"])
+    def test_auto_dtype(self, attn_backend, cuda_graph):
+        pass
+
+    def test_fp8(self):
+        pass
+
+    @pytest.mark.parametrize("n", compute_params())
+    def test_computed(self, n):
+        pass
+
+class TestQwen3_8B:
+    @parametrize_with_ids("tp_size", [1, 4])
+    def test_fp8(self, tp_size):
+        pass
+
+@pytest.mark.parametrize("a", [1, 2])
+def test_module_level(a):
+    pass
+'''
+FILE = "accuracy/test_acc.py"
+BASE = f"{FILE}::TestLlama::test_auto_dtype"
+
+
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory: pytest.TempPathFactory) -> NameChecker:
+    root = tmp_path_factory.mktemp("co")
+    path = root / "tests" / "integration" / "defs" / FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent(SOURCE))
+    return NameChecker(build_static(str(root), cache=False))
+
+
+# (listed id, status, reason contains, the first nearest ids)
+CASES = [
+    (f"{BASE}[attn_backend=TRTLLM-cuda_graph=False]", "valid", "", []),
+    (f"{FILE}::TestLlama::test_fp8", "valid", "", []),
+    # a bare name of a parametrized function: its own parametrizations, in source order
+    (BASE, "invalid", "is parametrized (4 ids)",
+     [f"{BASE}[attn_backend=TRTLLM-cuda_graph=False]",
+      f"{BASE}[attn_backend=TRTLLM-cuda_graph=True]",
+      f"{BASE}[attn_backend=FLASHINFER-cuda_graph=False]"]),
+    # a wrong parameter id: the same function's ids by closeness
+    (f"{BASE}[attn_backend=TRTLLM-cuda_graph=None]", "invalid", "no parametrization",
+     [f"{BASE}[attn_backend=TRTLLM-cuda_graph=False]",
+      f"{BASE}[attn_backend=TRTLLM-cuda_graph=True]",
+      f"{BASE}[attn_backend=FLASHINFER-cuda_graph=False]"]),
+    (f"{BASE}[cuda_graph=True-attn_backend=FLASHINFER]", "invalid", "no parametrization",
+     [f"{BASE}[attn_backend=FLASHINFER-cuda_graph=True]"]),  # pieces in the other order: first
+    (f"{FILE}::TestLlama::test_fp8[tp_size=4]", "invalid", "takes no parameters",
+     [f"{FILE}::TestLlama::test_fp8"]),
+    # a wrong function: the nearest names of the same class, keeping the params
+    (f"{FILE}::TestLlama::test_auto_dtypes[attn_backend=FLASHINFER-cuda_graph=True]",
+     "invalid", "no test TestLlama::test_auto_dtypes",
+     [f"{BASE}[attn_backend=FLASHINFER-cuda_graph=True]"]),
+    # a wrong class: the nearest classes that have the function
+    (f"{FILE}::TestQwen3_8b::test_fp8[tp_size=4]", "invalid", "no test TestQwen3_8b::test_fp8",
+     [f"{FILE}::TestQwen3_8B::test_fp8[tp_size=4]"]),
+    (f"{FILE}::test_module_levl[1]", "invalid", "no test test_module_levl",
+     [f"{FILE}::test_module_level[1]"]),
+    (f"{FILE}::TestNothingLikeIt::test_zzz", "invalid", "no test", []),
+    ("accuracy/test_gone.py::TestX::test_y", "invalid", "no test file accuracy/test_gone.py", []),
+    # computed at run time: the inventory cannot say
+    (f"{FILE}::TestLlama::test_computed[7]", "not-checked", "computed at run time", []),
+    (f"{FILE}::TestLlama::test_computed", "not-checked", "computed at run time", []),
+    # other roots, other kinds
+    ("unittest/_torch/test_x.py::test_y", "not-checked", "no test sources", []),
+    ("unittest/_torch/attention", "not-checked", "not a node id", []),
+]
+
+
+@pytest.mark.parametrize("test_id, status, reason, nearest", CASES,
+                         ids=[f"{c[1]}-{n}" for n, c in enumerate(CASES)])
+def test_check(checker: NameChecker, test_id: str, status: str, reason: str,
+               nearest: list[str]) -> None:
+    got = checker.check(test_id)
+    assert got.status == status
+    assert reason in got.reason
+    assert list(got.nearest[:len(nearest)]) == nearest and (nearest or not got.nearest)
+    if status == "invalid":
+        assert got.reason.startswith("names no test in this checkout; CI ignores it")
+
+
+def test_a_bare_name_counts_the_rest(checker: NameChecker) -> None:
+    assert checker.check(BASE).more == 1
+
+
+def test_without_sources_nothing_is_checked() -> None:
+    checker = NameChecker(Inventory())
+    got = checker.check(f"{BASE}[attn_backend=TRTLLM-cuda_graph=False]")
+    assert got.status == "not-checked" and got.reason == (
+        "not checked against sources: no test sources in this checkout")
+    assert not checker.has_sources
+
+
+@pytest.mark.parametrize("params, candidates, want", [
+    ("a=1-b=2", ["a=2-b=3", "a=1-b=3", "a=1-b=2-c=0"], ["a=1-b=2-c=0", "a=1-b=3", "a=2-b=3"]),
+    ("b=2-a=1", ["a=1-b=2", "a=1-b=3"], ["a=1-b=2", "a=1-b=3"]),
+    ("x", ["completely_different_value"], []),  # too far: no suggestion
+    ("tp4-fp8", ["tp8-bf16", "tp4-bf16"], ["tp4-bf16", "tp8-bf16"]),
+    ("x", ["y", "x2"], ["x2"]),
+])
+def test_rank_params(params: str, candidates: list[str], want: list[str]) -> None:
+    assert rank_params(params, candidates) == want
+
+
+def test_work_per_name_is_bounded() -> None:
+    """Thousands of parametrizations of one function: a wrong id ranks at most
+    MAX_CANDIDATES of them and answers from the same function."""
+    from testdb.inventory import InventoryItem
+    from testdb.names import MAX_CANDIDATES
+
+    base = "t.py::test_big"
+    items = [InventoryItem(f"{base}[p{i}-q{i % 7}]", "t.py", 1, "test_big", (), f"p{i}-q{i % 7}")
+             for i in range(5 * MAX_CANDIDATES)]
+    got = NameChecker(Inventory(items)).check(f"{base}[p3-q9]")
+    assert got.status == "invalid" and got.nearest[0] == f"{base}[p3-q3]"
+
