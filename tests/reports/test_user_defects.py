@@ -33,6 +33,22 @@ def audit_file(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="module")
+def example_repo(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The example as a git repository: the base commit, then the PR applied."""
+    import shutil
+    import subprocess
+
+    root = tmp_path_factory.mktemp("repo") / "flashinfer"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("*.diff", "README.md"))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"],
+                 ["apply", PR], ["add", "-A"], ["commit", "-qm", "the PR"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    return str(root)
+
+
 # ---- every --format json prints JSON with a schema (16.2) -----------------------------------
 
 JSON_COMMANDS = {
@@ -55,14 +71,19 @@ JSON_COMMANDS = {
                         "--create-block", "--dry-run"],
     "demote-dry-run": ["demote", CHUNKED.format("chunked_prefill[attn_backend=TRTLLM]"),
                        "--context", "l0_h100", "--create-block", "--dry-run"],
+    "audit-git-range": ["--root", "{repo}", "audit", "--base", "HEAD~1", "--head", "HEAD"],
+    "replay": ["--root", "{repo}", "replay", "HEAD~1..HEAD"],
 }
 
 
 @pytest.mark.parametrize("name", sorted(JSON_COMMANDS))
 def test_every_json_format_prints_json_with_a_schema(run_cli, audit_file: str, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                     name: str) -> None:
-    argv = [a.format(audit=audit_file, tmp=tmp_path) for a in JSON_COMMANDS[name]]
-    res = run_cli("--root", EXAMPLE, *argv, "--format", "json")
+                                                     example_repo: str, name: str) -> None:
+    argv = [a.format(audit=audit_file, tmp=tmp_path, repo=example_repo)
+            for a in JSON_COMMANDS[name]]
+    if argv[0] != "--root":
+        argv = ["--root", EXAMPLE, *argv]
+    res = run_cli(*argv, "--format", "json")
     assert res.code in (0, 1), res.err
     doc = json.loads(res.out)
     assert isinstance(doc, dict) and re.fullmatch(r"testdb-audit/[a-z-]+@\d+", doc["schema"]), \
@@ -79,7 +100,7 @@ def test_every_command_offering_json_is_in_the_table() -> None:
         fmt = next((p for p in cmd.params if p.name == "fmt"), None)
         if fmt is not None and "json" in getattr(fmt.type, "choices", ()):
             offering.add(name)
-    covered = {argv[0] for argv in JSON_COMMANDS.values()}
+    covered = {(argv[2] if argv[0] == "--root" else argv[0]) for argv in JSON_COMMANDS.values()}
     assert offering - covered == set()
 
 
