@@ -9,6 +9,8 @@ Measures, as medians over ``--runs`` runs:
 - warm load: the same call when the cache holds this checkout.
 - where end to end: ``testdb --root ROOT where PATTERN`` as a subprocess, process start to exit,
   warm cache; compared with ``grep -rn PATTERN`` over the same files.
+- stats end to end: ``testdb --root ROOT stats``, warm, as a subprocess; compared with
+  ``python -c pass`` in the same interpreter, measured in the same run (target: <= 3x).
 
 The subprocess runs with Python's default bytecode caching even when the calling shell sets
 PYTHONDONTWRITEBYTECODE (an installed tool has its .pyc files; recompiling every module on
@@ -31,7 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the checkout's own packages, installed or not
 TARGETS = {"cold_load_s": 0.3, "warm_load_s": 0.05, "where_e2e_s": 0.15}
+STATS_RATIO = 3.0  # warm `testdb stats` / `python -c pass`
 DEFAULT_PATTERN = "TestLlama3_1_8BInstruct::test_chunked_prefill"
 
 
@@ -50,15 +54,10 @@ def median_of(runs: int, fn: Callable[[], None], before: Callable[[], None] | No
 
 
 def testdb_command(given: str | None) -> list[str]:
-    """``--testdb``, else the console script next to this interpreter (a version manager's
-    shim adds its own start-up time), else whatever `testdb` is on PATH."""
-    if given:
-        return given.split()
-    here = Path(sys.executable).with_name("testdb")
-    found = str(here) if here.exists() else shutil.which("testdb")
-    if not found:
-        sys.exit("bench_load: no `testdb` console script; run `pip install -e .` first")
-    return [found]
+    """``--testdb``, else ``python -m reports`` from this checkout: what the console script
+    runs (``reports.entry:main``), without a version manager's shim or a console script
+    installed from an older entry point."""
+    return given.split() if given else [sys.executable, "-m", "reports"]
 
 
 def main() -> None:
@@ -96,13 +95,21 @@ def main() -> None:
         cmd = [*testdb_command(args.testdb), "--root", args.root, "where", args.pattern]
 
         def where() -> None:
-            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False)
+            subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=False, cwd=REPO)
 
         where()  # writes .pyc files and checks the cache
         res["where_e2e_s"], res["where_e2e_min_s"] = median_of(args.runs, where)
         python = [sys.executable, "-c", "pass"]
         res["python_start_s"], _ = median_of(
             args.runs, lambda: subprocess.run(python, env=env, check=False))
+        stats = [*testdb_command(args.testdb), "--root", args.root, "stats"]
+
+        def run_stats() -> None:
+            subprocess.run(stats, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=False, cwd=REPO)
+
+        run_stats()
+        res["stats_e2e_s"], res["stats_e2e_min_s"] = median_of(args.runs, run_stats)
 
         src = Sources.discover(args.root)
         files = [os.path.join(args.root, f) for f in src.all_files()]
@@ -126,6 +133,10 @@ def main() -> None:
               f"target {TARGETS[key] * 1000:.0f} ms  {verdict}")
     print(f"  {'python -c pass':<30} {res['python_start_s'] * 1000:7.1f} ms  (interpreter start-up,"
           " part of the where number)")
+    ratio = res["stats_e2e_s"] / res["python_start_s"]
+    print(f"  {'stats, process start to exit':<30} {res['stats_e2e_s'] * 1000:7.1f} ms  "
+          f"(min {res['stats_e2e_min_s'] * 1000:6.1f})  = {ratio:.1f}x python -c pass; "
+          f"target {STATS_RATIO:.0f}x  {'ok' if ratio <= STATS_RATIO else 'OVER'}")
     print(f"  {'grep -rn, same files':<30} {res['grep_s'] * 1000:7.1f} ms  "
           f"-> where / grep = {res['where_e2e_s'] / res['grep_s']:.1f}x")
 

@@ -102,7 +102,20 @@ def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: library errors become `error: path:line: ...` and exit 2, never a traceback."""
+    """The command line in-process: a warm answer when one is cached (``reports.entry``, the
+    console script's own entry point, which avoids importing this module), else ``run``."""
+    from reports.entry import answer
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = answer(args)
+    if code is not None:
+        sys.exit(code)
+    run(args)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """The click CLI: library errors become `error: path:line: ...` and exit 2, never a
+    traceback."""
     try:
         rv = cli.main(args=argv, prog_name="testdb", standalone_mode=False)
     except click.exceptions.Exit as exc:

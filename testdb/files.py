@@ -7,11 +7,14 @@ import hashlib
 import marshal
 import os
 import stat
-import tempfile
 import zlib
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from testdb.errors import InputError, SourceLoc
+if TYPE_CHECKING:
+    from testdb.errors import InputError
+
+# testdb.errors (dataclasses, enum, json) is imported only when an error is raised: a warm
+# answer reads its cache files through this module and starts faster without it.
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -22,19 +25,23 @@ def read_text(path: str, shown: str | None = None) -> str:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            raise InputError(f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit",
-                             SourceLoc(shown))
+            raise input_error(f"file is {size} bytes, over the {MAX_FILE_BYTES} byte limit",
+                              shown)
         with open(path, "rb") as fh:
             data = fh.read()
-    except InputError:
-        raise
     except IsADirectoryError:
-        raise InputError("is a directory, expected a file", SourceLoc(shown)) from None
+        raise input_error("is a directory, expected a file", shown) from None
     except FileNotFoundError:
-        raise InputError("no such file", SourceLoc(shown), "check the path") from None
+        raise input_error("no such file", shown, hint="check the path") from None
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", SourceLoc(shown)) from None
+        raise input_error(f"cannot read file: {exc.strerror}", shown) from None
     return decode(data, shown)
+
+
+def input_error(message: str, path: str, line: int = 0, hint: str = "") -> InputError:
+    from testdb.errors import InputError, SourceLoc
+
+    return InputError(message, SourceLoc(path, line), hint)
 
 
 def decode(data: bytes, shown: str) -> str:
@@ -42,13 +49,13 @@ def decode(data: bytes, shown: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", SourceLoc(shown, line),
-                         "save the file as UTF-8") from None
+        raise input_error(f"not valid UTF-8 (byte 0x{data[exc.start]:02x})", shown, line,
+                          "save the file as UTF-8") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
-        raise InputError("file holds NUL bytes; is it a binary file?", SourceLoc(shown, line))
+        raise input_error("file holds NUL bytes; is it a binary file?", shown, line)
     return text
 
 
@@ -61,8 +68,8 @@ def confined(root: str, rel: str) -> str:
     base = os.path.realpath(root)
     full = os.path.realpath(os.path.join(base, rel))
     if os.path.isabs(rel) or (full != base and not full.startswith(base + os.sep)):
-        raise InputError(f"path {rel!r} leaves the checkout root", SourceLoc(rel),
-                         "use a path inside --root")
+        raise input_error(f"path {rel!r} leaves the checkout root", rel,
+                          hint="use a path inside --root")
     return full
 
 
@@ -72,6 +79,8 @@ def write_bytes_atomic(path: str, data: bytes, *, mode: int | None = None) -> No
     is 0600 (mkstemp's mode) unless ``mode`` is given."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
+    import tempfile  # here: reading caches (a warm answer) never needs it
+
     fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -154,14 +163,14 @@ def read_cache(path: str) -> bytes | None:
     """The payload of a cache file, or None when missing or damaged: damaged bytes (a full
     disk, a copy cut short) never reach an unpickler, where a flipped length byte can make
     it allocate gigabytes."""
+    n = len(_SEAL)
     try:
         with open(path, "rb") as fh:
-            blob = fh.read()
+            head = fh.read(n + 32)  # read apart from the payload: no copy of a large payload
+            payload = fh.read()
     except OSError:
         return None
-    n = len(_SEAL)
-    payload = blob[n + 32:]
-    if blob[:n] != _SEAL or hashlib.sha256(payload).digest() != blob[n:n + 32]:
+    if head[:n] != _SEAL or hashlib.sha256(payload).digest() != head[n:]:
         return None
     return payload
 
@@ -169,9 +178,10 @@ def read_cache(path: str) -> bytes | None:
 _RECORDS_SEAL = b"testdb-records\0"
 
 
-def write_records(path: str, meta: bytes, records: list[bytes]) -> None:
+def write_records(path: str, meta: bytes, records: list[bytes], *, keep: int = 8) -> None:
     """A cache of many records of which a reader wants a few (see ``Records``): a sealed
-    header (``meta``, then each record's offset, length and crc32), then the records."""
+    header (``meta``, then each record's offset, length and crc32), then the records. Of the
+    files of this kind the ``keep`` newest stay."""
     table, offset = [], 0
     for rec in records:
         table.append((offset, len(rec), zlib.crc32(rec)))
@@ -180,7 +190,7 @@ def write_records(path: str, meta: bytes, records: list[bytes]) -> None:
     with contextlib.suppress(OSError):
         write_bytes_atomic(path, b"".join([_RECORDS_SEAL, hashlib.sha256(header).digest(),
                                            len(header).to_bytes(8, "little"), header, *records]))
-        prune(path, 8)
+        prune(path, keep)
 
 
 class Records:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
-from testdb.stamp import Stamp, code_stamp
+from testdb.stamp import PLAN_SCHEMA, Stamp, cache_dir, plan_stamp, testdb_code_stamp
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry
@@ -159,6 +159,7 @@ class Index:
     files: dict[str, str] = field(default_factory=dict)  # shown path -> sha256
     sources: Sources | None = None
     schedule: Any = None  # testdb.schedule.Schedule, built at load time and cached with the index
+    key: str = ""  # the plan's content key: what else is cached of this plan is cached under it
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -197,9 +198,7 @@ def locate(root: str, *, stages: str | None = None, triggers: str | None = None,
         read = read_all(src)
         return Plan(src, read[3], read)
     base = os.path.abspath(root)
-    given = [os.path.abspath(p) if p else "-" for p in (stages, triggers, platform_facts)]
-    stamp = Stamp(cache_dir(), [testdb.__version__, str(_SCHEMA), _code_stamp(), base,
-                                os.path.realpath(root), *given])
+    stamp = plan_stamp(root, stages, triggers, platform_facts)
     hit = stamp.check()
     if hit is not None:
         recorded, key = hit
@@ -242,6 +241,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
         with _gc_paused():
             cached = _cache_get(key)
         if cached is not None:
+            cached.key = key
             return _rerooted(cached, src)
     texts, hashes, read_errors, key = read or read_all(src)
     from testdb.schedule import build_schedule  # schedule imports this module
@@ -250,6 +250,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
         index = _parse(src, texts, read_errors)
         index.files = hashes
         index.schedule = build_schedule(index)
+        index.key = key
     if use_cache:
         _cache_put(key, index)
     return index
@@ -477,13 +478,7 @@ def _load_facts(text: str, path: str) -> dict[str, dict[str, object]]:
 
 # ---- cache -------------------------------------------------------------------------------------
 
-def cache_dir() -> str:
-    return os.environ.get("TESTDB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testdb-audit")
-
-
-def _code_stamp() -> str:
-    return code_stamp(os.path.dirname(os.path.abspath(__file__)))
+_code_stamp = testdb_code_stamp
 
 
 def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -> str:
@@ -501,7 +496,7 @@ def _cache_key(src: Sources, hashes: dict[str, str], errors: list[Diagnostic]) -
     return h.hexdigest()
 
 
-_SCHEMA = 3
+_SCHEMA = PLAN_SCHEMA
 _NO_ROOT = ""  # the root a cached index holds: the reader's own is put back when it is read
 
 

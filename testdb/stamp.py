@@ -25,8 +25,31 @@ from testdb.files import read_cache, read_text, sha256_text, write_cache
 VERSION = 1
 RACY_NS = 2_000_000_000  # FAT's 2 s clock is the coarsest a checkout is likely to live on
 KEEP = 64  # stamps kept: one per checkout (and explicit input paths) in use
+PLAN_SCHEMA = 3  # the layout of the plan's caches (index pickle, stats); in their keys
 
 Stat = tuple[int, int, int, int, int]
+
+
+def cache_dir() -> str:
+    """Where every cache file lives: ``$TESTDB_CACHE_DIR``, else the user's cache dir."""
+    return os.environ.get("TESTDB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "testdb-audit")
+
+
+def testdb_code_stamp() -> str:
+    """``code_stamp`` of the testdb package: what parses the plan and computes its records."""
+    return code_stamp(os.path.dirname(os.path.abspath(__file__)))
+
+
+def plan_stamp(root: str, stages: str | None = None, triggers: str | None = None,
+               platform_facts: str | None = None) -> Stamp:
+    """The stamp of one checkout's test plan (``testdb.index.locate`` writes it); here, in a
+    module of few imports, so that a warm answer can check it without loading the index."""
+    import testdb
+
+    given = [os.path.abspath(p) if p else "-" for p in (stages, triggers, platform_facts)]
+    return Stamp(cache_dir(), [testdb.__version__, str(PLAN_SCHEMA), testdb_code_stamp(),
+                               os.path.abspath(root), os.path.realpath(root), *given])
 
 
 def code_stamp(package_dir: str) -> str:

@@ -1,17 +1,32 @@
-"""Counts over a loaded test plan (``testdb stats``)."""
+"""Counts over a loaded test plan (``testdb stats``), cached under the plan's content key."""
 
 from __future__ import annotations
 
+import marshal
+import os
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from testdb.errors import Severity
-from testdb.index import Index
+from testdb.files import read_cache, write_cache
+from testdb.stamp import cache_dir
+
+if TYPE_CHECKING:
+    from testdb.index import Index
+
+# Only what a warm `testdb stats` needs is imported here (testdb.index and the records are
+# not): its answer is the cached one, and computing every verdict again cost more than the
+# rest of the command.
 
 STATS_SCHEMA = "testdb-audit/stats@1"
+_CACHE_VERSION = 1
+
+# (path, line, severity, message, rule): a diagnostic as the stats cache keeps it
+DiagRow = tuple[str, int, str, str, str]
 
 
 def compute_stats(index: Index) -> dict[str, Any]:
+    from testdb.errors import Severity
+
     l0 = [c for c in index.contexts.values() if c.kind == "l0"]
     qa_ctx = [c for c in index.contexts.values() if c.kind == "qa"]
     entries = [e for c in l0 for e in c.entries]
@@ -49,3 +64,40 @@ def compute_stats(index: Index) -> dict[str, Any]:
         "errors": sev[Severity.ERROR.value],
         "warnings": sev[Severity.WARNING.value],
     }
+
+
+def diagnostic_rows(index: Index) -> list[DiagRow]:
+    return [(d.loc.path, d.loc.line, d.severity.value, d.message, d.rule)
+            for d in index.diagnostics]
+
+
+def stats_of(index: Index, *, use_cache: bool = True) -> tuple[dict[str, Any], list[DiagRow]]:
+    """The stats and the diagnostics of a loaded plan: from the cache under its key, else
+    computed (and cached). Everything in them depends on the key alone but the root, which
+    is the reader's."""
+    if use_cache and index.key:
+        hit = cached_stats(index.key, index.root)
+        if hit is not None:
+            return hit
+    data, diags = compute_stats(index), diagnostic_rows(index)
+    if use_cache and index.key:
+        write_cache(_path(index.key), marshal.dumps(
+            (_CACHE_VERSION, {k: v for k, v in data.items() if k != "root"}, diags)))
+    return data, diags
+
+
+def cached_stats(key: str, root: str) -> tuple[dict[str, Any], list[DiagRow]] | None:
+    """The cached stats of the plan with content key ``key``, as the checkout ``root``'s;
+    None when missing, damaged or of another layout."""
+    payload = read_cache(_path(key))
+    try:
+        version, data, diags = marshal.loads(payload) if payload is not None else (0, 0, 0)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if version != _CACHE_VERSION or not isinstance(data, dict) or not isinstance(diags, list):
+        return None
+    return {"schema": data.get("schema"), "root": root, **data}, diags
+
+
+def _path(key: str) -> str:
+    return os.path.join(cache_dir(), f"stats-{key}.marshal")

@@ -76,7 +76,8 @@ def test_where_text_shows_the_canonical_answer() -> None:
     assert fi.startswith("  GATED") and trt.startswith("  PRE-MERGE")
     assert re.search(r"test-db/l0_h100\.yml:\d+ +block :\d+ post_merge", fi)
     assert re.search(r"test-db/l0_dgx_h100\.yml:\d+ +block :\d+ pre_merge", fi)
-    assert re.search(r"DGX_H100-4_GPUs-PyTorch-\S+ +shard \d+/\d+ +gated-multi-gpu", fi)
+    assert re.search(r"DGX_H100-4_GPUs-PyTorch-\S+ +shard \d+/\d+ +gated \(started by a "
+                     r"change on the multi-GPU path list or --add-multi-gpu-test\)", fi)
     assert "QA: qa/" in fi
     assert re.search(r"test-db/l0_h100\.yml:\d+ +block :\d+ pre_merge", trt)
     assert re.search(r"DGX_H100-PyTorch-\d +shard \d+/\d+ +pre-merge", trt)
@@ -257,13 +258,13 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_internal_error_is_exit_3_without_traceback(monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    import reports.cmd_stats
+    import testdb.stats
 
     def boom(_: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(reports.cmd_stats, "compute_stats", boom)
-    code, _, err = exit_code([*ROOT, "stats"], capsys)
+    monkeypatch.setattr(testdb.stats, "compute_stats", boom)
+    code, _, err = exit_code([*ROOT, "--no-cache", "stats"], capsys)  # no cached stats
     assert code == 3 and "internal error: RuntimeError: kaboom" in err
 
 

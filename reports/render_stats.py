@@ -1,0 +1,61 @@
+"""``testdb stats`` as text or JSON, with its diagnostics; click-free, for the warm answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from testdb.stats import DiagRow
+
+_RANK = {"error": 2, "warning": 1, "info": 0}
+LIMIT = 50  # diagnostics printed at most, as reports.common.report_diagnostics prints them
+
+
+def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
+           ) -> tuple[str, list[str], int]:
+    """(stdout text, stderr lines, exit code) of ``testdb stats --format FMT``."""
+    if fmt == "json":
+        import json
+
+        doc = {**data, "diagnostics": [{"path": p, "line": ln, "severity": sev, "message": msg}
+                                       for p, ln, sev, msg, _ in diags]}
+        # The JSON holds every diagnostic; stderr still says why the exit status is 2.
+        return (json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False),
+                *diagnostic_lines(diags, quiet_warnings=True))
+    return (render_text(data), *diagnostic_lines(diags))
+
+
+def diagnostic_lines(diags: list[DiagRow], *, quiet_warnings: bool = False,
+                     limit: int = LIMIT) -> tuple[list[str], int]:
+    """What ``report_diagnostics`` prints for these diagnostics (errors first, then by place),
+    and the exit code they imply."""
+    ds = sorted(diags, key=lambda d: (-_RANK[d[2]], d[0], d[1]))
+    shown = [d for d in ds if not (quiet_warnings and d[2] != "error")]
+    lines = [f"{f'{p}:{ln}' if ln else p}: {sev}: {msg}" for p, ln, sev, msg, _ in shown[:limit]]
+    if len(shown) > limit:
+        lines.append(f"... and {len(shown) - limit} more (see `testdb lint`)")
+    return lines, 2 if any(d[2] == "error" for d in ds) else 0
+
+
+def render_text(d: dict[str, Any]) -> str:
+    k = d["entries_by_kind"]
+    lines = [
+        f"root            {d['root']}  ({d['files']} files)",
+        f"contexts        {d['contexts']} test-db contexts, {d['blocks']} blocks",
+        f"entries         {d['entries']}: {k['nodeid']} node ids, {k['unittest']} unittest "
+        f"selections, {k['other']} other",
+        f"                {d['entries_with_timeout']} with TIMEOUT, "
+        f"{d['entries_with_isolation']} with ISOLATION",
+        f"QA              {d['qa_lists']} lists ({d['qa_list_entries']} entries), "
+        f"{d['qa_contexts']} QA contexts ({d['qa_context_entries']} entries)",
+        f"waives          {d['waives']}: "
+        + ", ".join(f"{m} {n}" for m, n in d["waives_by_marker"].items()),
+        "  by prefix     " + ", ".join(f"{p} {n}" for p, n in d["waives_by_prefix"].items()),
+        f"stages          {d['stages']} enabled, {d['stages_disabled']} disabled; "
+        f"{d['durations']} recorded durations",
+        f"test ids        {d['test_ids']}: "
+        + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())),
+    ]
+    for s in d["skipped_files"]:
+        lines.append(f"skipped         {s['path']}: {s['reason']}")
+    lines.append(f"diagnostics     {d['errors']} errors, {d['warnings']} warnings")
+    return "\n".join(lines)
