@@ -73,6 +73,9 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
     }, gates=aud.pipeline.gates.to_json(), pipeline=aud.pipeline.to_json())
     if not change.files:
         result.notes.append("the change is empty: no file differs")
+    if change.outside_root:
+        result.notes.append(f"{len(change.outside_root)} changed file(s) outside --root "
+                            f"{change.root} are not audited (e.g. {change.outside_root[0]})")
     py_src = [f for f in change.files if f.path.endswith(".py") and not is_test_path(f.path)]
     py_tests = [f for f in change.files if f.path.endswith(".py") and is_test_path(f.path)]
     lists = [f for f in change.files if f.path.startswith(LISTS_DIR)]

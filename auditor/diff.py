@@ -45,6 +45,9 @@ class Change:
     files: list[FileChange] = field(default_factory=list)
     source: str = ""  # "git" or the diff file
     checkout_side: str = "head"  # which side of the change the files under root show
+    # With --root below the top of a git repository: files the range changes outside root
+    # (not part of this checkout's tree, so not audited; the audit says how many).
+    outside_root: tuple[str, ...] = ()
 
     @property
     def paths(self) -> list[str]:
@@ -113,11 +116,19 @@ def from_git(root: str, base: str, head: str | None = None) -> Change:
     """Diff ``base...head`` (merge base, as a PR sees it) or base against the work tree."""
     rng = [f"{base}...{head}"] if head else [base]
     _require_repo(root)
-    text = _git(root, "diff", "--no-color", "--no-ext-diff", "-M", "-U3", *rng, "--")
+    # --relative: paths relative to --root even when it is a folder inside the repository
+    # (git's own paths start at the repository's top), and only the files under it.
+    text = _git(root, "diff", "--relative", "--no-color", "--no-ext-diff", "-M", "-U3", *rng,
+                "--")
     head_sha = _git(root, "rev-parse", head or "HEAD").strip()
     base_sha = _git(root, "rev-parse", base).strip()
     merge_base = (_git(root, "merge-base", base, head).strip() if head else base_sha)
-    change = Change(root, base_sha, head_sha, source="git")
+    prefix = _git(root, "rev-parse", "--show-prefix").strip()
+    outside: tuple[str, ...] = ()
+    if prefix:
+        every = _git(root, "diff", "--name-only", "--no-relative", *rng, "--").splitlines()
+        outside = tuple(p for p in every if p and not p.startswith(prefix))
+    change = Change(root, base_sha, head_sha, source="git", outside_root=outside)
     for pf in _parse(text, "git diff"):
         old, new = _strip(pf.source_file), _strip(pf.target_file)
         if pf.is_added_file:
@@ -133,7 +144,8 @@ def from_git(root: str, base: str, head: str | None = None) -> Change:
 
 def _git_show(root: str, rev: str, path: str) -> str | None:
     try:
-        return _git(root, "show", f"{rev}:{path}")
+        # `./`: the path is relative to --root, which may be a folder inside the repository.
+        return _git(root, "show", f"{rev}:./{path}")
     except ExternalError:
         return None
 
