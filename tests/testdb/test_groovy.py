@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 
 import pytest
 
 from testdb.errors import Severity
-from testdb.groovy import load_groovy_stages_text
+from testdb.groovy import find_def, load_groovy_stages_text
+from testdb.groovy_lex import find_code, tokenize
 from testdb.stages import Stage, load_stage_table_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "groovy"
@@ -165,6 +168,37 @@ SHAPES = [
     x86TestConfigs["A10-PyTorch-2"] = ["a10", "l0_a10", 2, 3]
     """, [row("A10-PyTorch-1", "a10", "l0_a10", 1, 3, map="stageConfigs"),
           row("A10-PyTorch-2", "a10", "l0_a10", 2, 3)]),
+    ("collectEntries over a range: the loop variable in the name and the fields", """
+    multiNodesSBSAConfigs = [:]
+    def numTests = 3
+    multiNodesSBSAConfigs += (1..numTests).collectEntries { i ->
+        ["GB200-8_GPUs-2_Nodes-PyTorch-Post-Merge-${i}".toString(),
+         ["gb200-trtllm", "l0_gb200_multi_nodes", i, numTests, 8, 2]]
+    }""", [row(f"GB200-8_GPUs-2_Nodes-PyTorch-Post-Merge-{k}", "gb200-trtllm",
+               "l0_gb200_multi_nodes", k, 3, 8, 2, map=MN, arch="aarch64") for k in (1, 2, 3)]),
+    ("collectEntries: exclusive range, implicit `it`, a map literal returned", """
+    x86TestConfigs = (1..<3).collectEntries {
+        [("A10-PyTorch-${it}".toString()): ["a10", "l0_a10", it, 2]]
+    }
+    """, [row(f"A10-PyTorch-{k}", "a10", "l0_a10", k, 2) for k in (1, 2)]),
+    ("a whole map commented out, prose and a two-line row between its rows", """
+    // multiNodesSBSAConfigs = [
+        // Each stage runs 1 test case on 8 GPUs and 2 nodes.
+        // Off until the hangs are understood (https://nvbugs/1000001, https://nvbugs/1000002)
+        // "GB200-8_GPUs-2_Nodes-PyTorch-1": ["gb200-trtllm", "l0_gb200_multi_nodes", 1, 2, 8, 2],
+        // "GB200-8_GPUs-2_Nodes-PyTorch-2": [
+        //     "gb200-trtllm", "l0_gb200_multi_nodes", 2, 2, 8, 2],
+    // ]
+    multiNodesSBSAConfigs = [:]""", [
+        row(f"GB200-8_GPUs-2_Nodes-PyTorch-{k}", "gb200-trtllm", "l0_gb200_multi_nodes", k, 2, 8, 2,
+            map=MN, arch="aarch64", disabled=True) for k in (1, 2)]),
+    ("a whole map commented out in a block comment, prose inside", """
+    /* SBSATestConfigs = [
+     *   Moved to the Slurm map (see https://nvbugs/42): keep for reference.
+     *   "GH200-PyTorch-1": ["gh200", "l0_gh200", 1, 1],
+     * ]
+     */""", [row("GH200-PyTorch-1", "gh200", "l0_gh200", 1, 1, map=SB, arch="aarch64",
+                 disabled=True)]),
     ("maps that hold no stage rows are not stages", """
     x86TestConfigs = ["A10-PyTorch-1": ["a10", "l0_a10", 1, 3]]
     docBuildConfigs = [
@@ -219,8 +253,10 @@ def test_malformed_row_is_an_error_at_its_line(bad: str, message: str) -> None:
 
 
 @pytest.mark.parametrize(("statement", "line", "message"), [
-    ("multiNodesSBSAConfigs += (1..3).collectEntries { i -> [\"GB-${i}\", [\"p\", \"c\", i, 3]] }",
-     5, "cannot read how multiNodesSBSAConfigs is built"),
+    ("multiNodesSBSAConfigs += (1..3).collectEntries { i -> makeRow(i) }",
+     5, "the closure is not one `[name, [fields]]` list"),
+    ("multiNodesSBSAConfigs += (1..n).collectEntries { i -> [\"GB-${i}\", [\"p\", \"c\", i, 3]] }",
+     5, "`n` is not a literal"),
     (f"multiNodesSBSAConfigs += buildStageConfigs({GEN_ARGS}, 2, 8)", 5, "6 to 8 arguments"),
     (f"multiNodesSBSAConfigs += buildStageConfigs({GEN_ARGS}, \"2\", 8, 2)", 5,
      "testCount should"),
@@ -228,7 +264,8 @@ def test_malformed_row_is_an_error_at_its_line(bad: str, message: str) -> None:
     ("for (int k = 1; k <= 2; k++) {\n"
      "        x86TestConfigs[\"A10-PyTorch-${k}\"] = [\"a10\", \"l0_a10\", k, 2]\n    }",
      6, "${k}"),
-], ids=["collectEntries", "arity", "argument type", "zero count", "for loop"])
+], ids=["collectEntries closure", "collectEntries range", "arity", "argument type",
+        "zero count", "for loop"])
 def test_unreadable_statement_is_an_error(statement: str, line: int, message: str) -> None:
     body = f"""
     x86TestConfigs = ["A10-PyTorch-1": ["a10", "l0_a10", 1, 1]]
@@ -280,6 +317,63 @@ def test_only_launch_test_jobs_is_read() -> None:
     assert [(s.name, s.loc.line) for s in stages] == [("A10-PyTorch-1", 6)] and diags == []
 
 
+def test_a_quoted_definition_is_not_the_definition() -> None:
+    """A comment or a string that quotes `def launchTestJobs(` before the real definition."""
+    body = wrap('x86TestConfigs = ["A10-PyTorch-1": ["a10", "l0_a10", 1, 1]]')
+    text = ("// Scripts look for def launchTestJobs(pipeline, testFilter) below.\n"
+            "/* def launchTestJobs(pipeline) {\n"
+            "    x86TestConfigs = [\"OLD-1\": [\"a\", \"b\", 1, 1]]\n} */\n"
+            "def note = \"def launchTestJobs(pipeline, testFilter) {\"\n" + body)
+    stages, diags = load_groovy_stages_text(text, PATH)
+    assert [(s.name, s.loc.line) for s in stages] == [("A10-PyTorch-1", 8)] and diags == []
+
+
+def test_a_definition_swallowed_by_an_open_string_is_an_error() -> None:
+    """A `def launchTestJobs(` at the start of a line that reads as inside a string: report
+    where that string starts instead of guessing."""
+    text = 'def script = """\n  echo unterminated\n' + wrap(
+        'x86TestConfigs = ["A10-PyTorch-1": ["a10", "l0_a10", 1, 1]]')
+    stages, diags = load_groovy_stages_text(text, PATH)
+    assert stages == []
+    assert [(d.severity, d.loc.line) for d in diags] == [(Severity.ERROR, 3)]
+    assert "inside a string that starts at line 1" in diags[0].message
+
+
+# Pieces that hide or fake a definition; find_code (regex skips) must split text into code,
+# comments and strings exactly as the tokenizer does.
+PIECES = [
+    "// def launchTestJobs(x)\n",
+    "/* def launchTestJobs(x) */\n",
+    "/*\n * def launchTestJobs(x)\n */\n",
+    'def s = "def launchTestJobs(x)"\n',
+    "def s = 'def launchTestJobs(x)'\n",
+    'def s = """\ndef launchTestJobs(x)\n"""\n',
+    "def r = x =~ /def launchTestJobs\\(/\n",
+    "def q = a / b / c\n",
+    'sh "rm -rf **/*.xml *.tar.gz"\n',
+    'def g = "${x.collect { "it" }.join(\'/*\')}"\n',
+    "def u = 'unterminated\n",
+    'echo "a // not a comment"\n',
+    "x = [a: 1] / 2 // def launchTestJobs(\n",
+    "}/def launchTestJobs(x)/\n",
+    "f(a) /def launchTestJobs(x)/ 2\n",
+    "def launchTestJobs(p) {\n}\n",
+]
+
+
+def test_find_code_agrees_with_the_tokenizer() -> None:
+    rng = random.Random(14)
+    texts = [(FIXTURES / n).read_text() for n in ("L0_Test.groovy", "L0_Test_older.groovy")]
+    texts += ["".join(rng.choices(PIECES, k=rng.randint(1, 8))) for _ in range(400)]
+    for text in texts:
+        toks = tokenize(text)
+        d = find_def(toks, "launchTestJobs")
+        at = find_code(text, re.compile(r"\bdef\s+launchTestJobs\s*\("))
+        assert (at is None) == (d is None), text
+        if at is not None and d is not None:
+            assert text.count("\n", 0, at) + 1 == toks[d].line, text
+
+
 # ---- the fixture file: a faithful imitation of L0_Test.groovy ---------------------------------
 
 def fixture_stages() -> tuple[list[Stage], list]:
@@ -325,3 +419,39 @@ def test_fixture_agrees_with_its_yaml_stage_table() -> None:
     assert gdiags == [] and tdiags == []
     assert len(table) == 100
     assert rows(groovy) == rows(table)
+
+
+# ---- an older version's shapes (the stored L0_Test.groovy of autumn 2025) ----------------------
+
+def test_older_version_fixture() -> None:
+    """Every shape at once: the definition quoted in comments and a string before it, rows
+    commented out one by one, a whole map commented out with prose, (1..n).collectEntries."""
+    path = "tests/testdb/fixtures/groovy/L0_Test_older.groovy"
+    text = (FIXTURES / "L0_Test_older.groovy").read_text()
+    stages, diags = load_groovy_stages_text(text, path)
+    assert diags == []
+    counts: dict[tuple[str, bool], int] = {}
+    for s in stages:
+        counts[s.map, s.disabled] = counts.get((s.map, s.disabled), 0) + 1
+    assert counts == {
+        ("x86TestConfigs", False): 13, ("x86TestConfigs", True): 5,
+        ("x86SlurmTestConfigs", False): 3,
+        ("SBSASlurmTestConfigs", False): 1, ("SBSASlurmTestConfigs", True): 1,
+        ("multiNodesSBSAConfigs", False): 4, ("multiNodesSBSAConfigs", True): 3,
+    }
+    lines = text.splitlines()
+    for s in stages:  # every stage points at its row (a generated one: the closure's row)
+        here, above = lines[s.loc.line - 1], lines[s.loc.line - 2]
+        assert s.name in here or ("collectEntries" in above and "${i}" in here), s.name
+    generated = [key(s) for s in stages if "Post-Merge-" in s.name and s.map == MN]
+    assert generated == [row(f"GB200-8_GPUs-2_Nodes-PyTorch-Post-Merge-{k}", "gb200-trtllm",
+                             "l0_gb200_multi_nodes", k, 4, 8, 2, map=MN, arch="aarch64")
+                         for k in (1, 2, 3, 4)]
+    disabled_mn = [key(s) for s in stages if s.disabled and s.map == MN]
+    assert disabled_mn == [row(f"GB200-8_GPUs-2_Nodes-PyTorch-{k}", "gb200-trtllm",
+                               "l0_gb200_multi_nodes", k, 3, 8, 2, map=MN, arch="aarch64",
+                               disabled=True) for k in (1, 2, 3)]
+    # each commented-out row of the file is listed as a disabled stage, and nothing else is
+    commented = {m for ln in lines if ln.lstrip().startswith("//")
+                 for m in re.findall(r'"([\w-]+-\d+)": \[', ln)}
+    assert {s.name for s in stages if s.disabled} == commented
