@@ -49,8 +49,12 @@ def first_parent_commits(repo: str, rev_range: str) -> list[CommitInfo]:
     if not rev_range.strip() or rev_range.startswith("-"):
         raise UsageError(f"not a revision range: {rev_range!r}", hint="give A..B, e.g. v1.0..main")
     spec = rev_range.replace("...", "..")  # a first-parent walk has no symmetric difference
-    out = git(repo, "log", "--first-parent", "--reverse", "-z",
-              "--format=%H%x01%T%x01%P%x01%cI%x01%s", spec, "--")
+    try:
+        out = git(repo, "log", "--first-parent", "--reverse", "-z",
+                  "--format=%H%x01%T%x01%P%x01%cI%x01%s", spec, "--")
+    except ExternalError as exc:
+        raise UsageError(f"cannot walk {rev_range!r}: {exc.bare.split(': ', 1)[-1]}",
+                         hint="give A..B with revisions of this repository") from None
     commits = []
     for rec in out.split("\0"):
         rec = rec.strip("\n")

@@ -14,7 +14,7 @@ from typing import Any
 from auditor.replay.gitsource import CommitInfo, ScratchTree, repo_key
 from auditor.replay.model import CommitRecord
 from auditor.replay.record import commit_record, failed_record, root_record, waive_changes
-from testdb.errors import TestDbError
+from testdb.errors import InputError, TestDbError
 from testdb.files import read_text
 
 WAIVES = "tests/integration/test_lists/waives.txt"
@@ -117,6 +117,11 @@ class CommitAuditor:
             self._inventory = None
         root = self.tree.root
         index = self.load_index()
+        src = index.sources
+        if src is not None and not (src.testdb or src.qa_yaml or src.qa_txt):
+            # A tree without test lists has no plan to judge against: not checked, not guarded.
+            raise InputError("this commit's tree has no test lists "
+                             "(tests/integration/test_lists)", hint="nothing to audit against")
         # The change comes from git objects; its files are then judged against the scratch
         # tree, which holds the head side.
         change = dataclasses.replace(from_git(self.repo, info.parent, info.sha), root=root,
