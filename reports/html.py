@@ -24,6 +24,7 @@ from reports import charts
 from reports.comment import data_digest
 from testdb.errors import UsageError
 from testdb.index import Index
+from testdb.names import INVALID, NameCheck, NameChecker
 from testdb.schedule import VERDICTS, Placement, verdict_for
 
 REPORT_SCHEMA = "testdb-audit/report@1"
@@ -104,7 +105,12 @@ def _param_detail(test_id: str, params: str, placements: list[Placement], verdic
             "cells": {str(k): v for k, v in sorted(cells.items())}, "qa": qa, "lines": lines}
 
 
-def _lint_rows(index: Index) -> list[dict[str, Any]]:
+def _check(checker: NameChecker | None, test_id: str) -> NameCheck | None:
+    """The id checked against the sources; unit-test ids are selections, not node ids."""
+    return None if checker is None or test_id.startswith("unittest/") else checker.check(test_id)
+
+
+def _lint_rows(index: Index, inventory: Any = None) -> list[dict[str, Any]]:
     """Index diagnostics plus `testdb.lint` findings when that module exists."""
     found: list[Any] = list(index.diagnostics)
     try:
@@ -113,7 +119,9 @@ def _lint_rows(index: Index) -> list[dict[str, Any]]:
         lint = None
     if callable(lint):
         with contextlib.suppress(Exception):  # an optional section must not sink the report
-            found += list(lint(index) or [])
+            # lint reports the diagnostics too (rule `input`): its findings alone, so the
+            # report counts and names them as `testdb lint` does.
+            found = list(lint(index, inventory) or [])
     rows: dict[str, dict[str, Any]] = {}
     for d in found:
         loc = getattr(d, "loc", None)
@@ -128,9 +136,13 @@ def _lint_rows(index: Index) -> list[dict[str, Any]]:
 
 def build_view(index: Index, audit: dict[str, Any] | None = None,
                results: list[dict[str, Any]] | None = None,
-               budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES) -> ReportView:
-    """Everything the report shows, from the index (and an audit and launch results)."""
+               budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES,
+               inventory: Any = None) -> ReportView:
+    """Everything the report shows, from the index (and an audit and launch results).
+    ``inventory``: the checkout's tests (``testdb.inventory``); a listed id that names none of
+    them is ``invalid`` (no stage runs it: CI ignores it). Without one, ids are not checked."""
     sched = index.schedule
+    checker = NameChecker(inventory) if inventory is not None and len(inventory) else None
     stage_names = sorted(sched.stages)
     stage_idx = {n: i for i, n in enumerate(stage_names)}
     known = index.durations
@@ -168,10 +180,13 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
             used: set[int] = set()
             for params, tid in sorted(grouped[file][function]):
                 pl = list(sched.placements[tid])
-                v = verdict_for(pl)
+                check = _check(checker, tid)
+                v = INVALID if check and check.status == INVALID else verdict_for(pl)
                 counts[vix[v]] += 1
                 totals[v] += 1
                 pd = _param_detail(tid, params, pl, v, stage_idx, paths)
+                if check and check.status == INVALID:  # its lines stay, to be fixed; no stage
+                    pd.update(cells={}, nearest=list(check.nearest), reason=check.reason)
                 used.update(int(k) for k in pd["cells"])
                 params_out.append(pd)
                 where[tid] = [fi, ni, params]
@@ -209,7 +224,9 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         "file_chart": charts.file_chart(((files[r[0]], r[2:]) for r in file_rows), VERDICTS),
         "audit": _audit_view(audit, where) if audit else None,
         "results": _results_view(results, where) if results else None,
-        "lint": (lint := _lint_rows(index))[:_LINT_LIMIT], "lint_total": len(lint),
+        "names": ("listed ids checked against the checkout's tests" if checker else
+                  "listed ids not checked against sources (no test sources under the root)"),
+        "lint": (lint := _lint_rows(index, inventory))[:_LINT_LIMIT], "lint_total": len(lint),
         "lint_more": max(0, len(lint) - _LINT_LIMIT),
         "lint_rules": [{"rule": r, "count": n}
                        for r, n in sorted(Counter(d["rule"] for d in lint).items())],
@@ -363,10 +380,20 @@ def write_report(out_dir: str, view: ReportView) -> list[str]:
 def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
              results: list[dict[str, Any]] | None = None,
              budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES,
-             replay: dict[str, Any] | None = None) -> dict[str, Any]:
+             replay: dict[str, Any] | None = None,
+             check_names: bool = True) -> dict[str, Any]:
     """Build and write the report; returns a small summary for the CLI. ``replay``: a
-    replay JSON (`testdb replay -o`), drawn as ``history.html``."""
-    view = build_view(index, audit, results, budget_minutes)
+    replay JSON (`testdb replay -o`), drawn as ``history.html``. ``check_names``: check the
+    listed ids against the checkout's test sources (when it has any)."""
+    inventory = None
+    if check_names:
+        from testdb.whole import has_test_sources
+
+        if has_test_sources(index.root):
+            from testdb.inventory import build_static
+
+            inventory = build_static(index.root)
+    view = build_view(index, audit, results, budget_minutes, inventory)
     if replay is not None:
         from reports.replay_html import replay_page
 

@@ -414,8 +414,12 @@
         return "<li><code>" + esc(d.paths[q[0]] + ":" + q[1]) + "</code> QA " + esc(q[2]) +
           (q[3] ? " " + badge("waived") : "") + "</li>";
       }));
+      var invalid = p.verdict === "invalid" ? '<p class="invalid-note">' + esc(p.reason ||
+        "names no test in this checkout; CI ignores it") + (p.nearest && p.nearest.length
+        ? "; nearest: " + p.nearest.map(function (n) { return "<code>" + esc(n) + "</code>"; })
+          .join(", ") : "") + "</p>" : "";
       return "<h3><code>" + esc(p.params || "(no parameters)") + "</code> " + badge(p.verdict) +
-        "</h3><ul>" + (items.join("") || "<li>no line names it</li>") + "</ul>";
+        "</h3>" + invalid + "<ul>" + (items.join("") || "<li>no line names it</li>") + "</ul>";
     }).join("");
     $("fn-others").innerHTML = d.functions.map(function (g, i) {
       return "<li>" + (g === fn ? "<b>" + esc(g.name) + "</b>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections import Counter
 from collections.abc import Callable
 from html import unescape
@@ -203,11 +204,14 @@ def test_stage_cards_are_the_schedules_shards_against_the_budget() -> None:
             assert c["budgeted"] == (not shards[0].stage.is_post_merge)
             assert c["over"] == (c["budgeted"] and max(s.duration_s for s in shards) > budget * 60)
             if c["budgeted"]:  # the line sits at the budget on the bars' own scale
+                # one scale per card: its top is 12 % above the larger of budget and shards
                 plot = c["base_y"] - 14.0
+                top_s = 1.12 * max(budget * 60, *(s.duration_s for s in shards))
+                assert c["base_y"] - c["budget_y"] == pytest.approx(plot * budget * 60 / top_s,
+                                                                    abs=0.01)
                 for b, s in zip(c["bars"], shards, strict=True):
-                    if b.h > 1:
-                        assert (c["base_y"] - c["budget_y"]) / plot == pytest.approx(
-                            b.h / plot * budget * 60 / s.duration_s, rel=1e-3)
+                    if b.h > 1:  # (coordinates are rounded to 0.01 px)
+                        assert b.h == pytest.approx(plot * s.duration_s / top_s, abs=0.01)
         over = sum(c["over"] for c in cards.values())
         assert over > 0
     assert over > sum(c["over"] for c in build_view(index).page["stage_charts"]), \
@@ -249,3 +253,45 @@ def test_cli_report_budget(run_cli: RunCli, tmp_path: Path) -> None:
     res = run_cli("--root", str(CORPUS), "report", "--html", str(tmp_path / "r"),
                   "--budget-minutes", "0")
     assert res.code == 2
+
+
+BF16 = "accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_bfloat16"
+STALE = f"{BF16}[attn_backend=TRTLLM-torch_compile=Maybe]"  # a pre-merge line, no such test
+
+
+def stale_checkout(tmp_path: Path) -> Path:
+    """The example with one more pre-merge line whose id names no test of its sources."""
+    root = tmp_path / "checkout"
+    shutil.copytree(EXAMPLE, root)
+    lst = root / "tests/integration/test_lists/test-db/l0_h100.yml"
+    text = lst.read_text(encoding="utf-8")
+    anchor = f"  - {BF16}[attn_backend=TRTLLM-torch_compile=True]\n"
+    assert anchor in text
+    lst.write_text(text.replace(anchor, anchor + f"  - {STALE}\n"), encoding="utf-8")
+    return root
+
+
+def test_a_listed_id_that_names_no_test_is_invalid_not_pre_merge(tmp_path: Path) -> None:
+    root = stale_checkout(tmp_path)
+    index = load(str(root), use_cache=False)
+    assert index.schedule.verdict(STALE) == "pre-merge", "the trap: its line runs pre-merge"
+    out = tmp_path / "r"
+    generate(index, str(out))
+    data = read_js(out / "data.js", "TESTDB_DATA")
+    assert "invalid" in data["verdicts"]
+    col = 3 + data["verdicts"].index("invalid")
+    fn = next(r for r in data["functions"] if r[1] == "TestLlama3_1_8BInstruct::test_bfloat16")
+    assert fn[col] == 1 and sum(r[col] for r in data["functions"]) == 1
+    d = read_js(out / "detail" / f"f{fn[0]}.js", "TESTDB_DETAIL")
+    p = next(p for f in d["functions"] for p in f["params"] if p["id"] == STALE)
+    assert p["verdict"] == "invalid" and p["cells"] == {}, "no stage runs it"
+    assert p["lines"], "the line that names it stays, to be fixed"
+    assert p["nearest"] and all(n.startswith(BF16 + "[") for n in p["nearest"])
+    index_html = (out / "index.html").read_text(encoding="utf-8")
+    assert 'data-verdict="invalid"><b>1</b> invalid' in index_html.replace(
+        ' title="names no test in this checkout; CI ignores it"', "")
+    assert "listed ids checked against the checkout" in index_html
+    # without sources (the bundled corpus) nothing is invalid, and the page says why
+    view = build_view(load(str(CORPUS)))
+    assert {t["verdict"]: t["count"] for t in view.page["totals"]}["invalid"] == 0
+    assert "not checked against sources" in view.page["names"]

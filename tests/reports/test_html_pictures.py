@@ -261,3 +261,37 @@ def test_id_without_brackets_and_unit_selection_and_unknown_params(site: tuple[P
     assert pg.locator("#matrix tr.hl").count() == 0
     assert "[attn_backend=NOPE]" in pg.inner_text("#fn-missing")
     page.shot("report-missing-params.png")
+
+
+def test_invalid_ids_have_their_tile_colour_legend_and_note(page: Page, tmp_path: Path) -> None:
+    from reports.html import generate
+    from tests.reports.test_html import STALE, stale_checkout
+
+    out = tmp_path / "r"
+    generate(load(str(stale_checkout(tmp_path))), str(out))
+    pg = page.open((out / "index.html").as_uri())
+    tile = pg.locator("#totals .total[data-verdict='invalid']")
+    assert tile.inner_text().split()[:2] == ["1", "invalid"]
+    assert tile.get_attribute("title") == "names no test in this checkout; CI ignores it"
+    colours = pg.eval_on_selector_all(
+        "#totals .total[data-verdict]",
+        "ts => ts.map(t => [t.dataset.verdict, getComputedStyle(t).backgroundColor])")
+    mine = dict(colours)["invalid"]
+    assert all(c != mine for v, c in colours if v != "invalid"), "a colour of its own"
+    legend = pg.eval_on_selector_all("#files-chart dl.legend dt", "ds => ds.map(d => d.innerText)")
+    assert legend == list(VERDICTS)
+    seg = pg.locator("#files-chart rect.f-invalid")
+    assert seg.count() == 1 and seg.get_attribute("data-value") == "1"
+    fill = seg.evaluate("r => getComputedStyle(r).fill")
+    assert fill not in {pg.locator(f"#files-chart rect.f-{v}").first.evaluate(
+        "r => getComputedStyle(r).fill") for v in ("pre-merge", "qa-only")
+        if pg.locator(f"#files-chart rect.f-{v}").count()}
+    pg.fill("#filter", STALE)
+    pg.press("#filter", "Enter")
+    pg.wait_for_selector("body[data-page='function'][data-ready='1']")
+    row = pg.locator("#matrix tr.hl")
+    assert row.locator(".v-invalid").inner_text() == "invalid"
+    assert row.locator("td.c").count() == 0, "no stage runs it"
+    note = pg.inner_text("#fn-lines .invalid-note")
+    assert "CI ignores it" in note and "nearest:" in note
+    page.shot("report-invalid.png")
