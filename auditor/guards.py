@@ -1,4 +1,4 @@
-"""Where a guard parametrization runs for *this* change: runs, gates opened, effective verdict."""
+"""Where a guard parametrization runs for *this* change: runs, started stages, verdicts."""
 
 from __future__ import annotations
 
@@ -7,39 +7,11 @@ from typing import Any
 
 from auditor.model import Run
 from testdb.grammar import Entry
-from testdb.index import Index, Triggers
+from testdb.index import Index
+from testdb.pipeline import PrPipeline, effective
 from testdb.schedule import VERDICTS, Placement
 
 _ORDER = {v: i for i, v in enumerate(VERDICTS)}
-
-
-@dataclass(frozen=True)
-class Gates:
-    """Which PR gates this change's files open (trtllm-ci.md section 5)."""
-
-    multi_gpu: bool
-    multi_gpu_hits: tuple[str, ...]
-    tags: tuple[str, ...]
-
-    def opens(self, pr_class: str) -> bool:
-        if pr_class == "gated-multi-gpu":
-            return self.multi_gpu
-        if pr_class.startswith("gated-auto-trigger:"):
-            return pr_class.split(":", 1)[1] in self.tags
-        return False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"multi_gpu": self.multi_gpu, "multi_gpu_paths_hit": list(self.multi_gpu_hits),
-                "auto_trigger_tags": list(self.tags)}
-
-
-def compute_gates(paths: list[str], triggers: Triggers) -> Gates:
-    # The real multi-GPU check is a substring test on the changed files joined with ", ".
-    joined = ", ".join(paths)
-    hits = tuple(p for p in triggers.multi_gpu_paths if p in joined)
-    tags = tuple(dict.fromkeys(t for prefix, ts in triggers.auto_trigger
-                               for path in paths if path.startswith(prefix) for t in ts))
-    return Gates(bool(hits), hits, tags)
 
 
 def best(verdicts: list[str]) -> str:
@@ -51,13 +23,14 @@ class GuardLocator:
     """Answers, for a test id (integration or unit), which list lines run it and where."""
 
     index: Index
-    gates: Gates
+    pipeline: PrPipeline  # the stages this PR's pipeline starts (testdb.pipeline.pr_stages)
     inventory: Any = None
     _lines: Any = None  # testdb.inventory.select.SelectionIndex, built on first use
+    _names: Any = None  # testdb.names.NameChecker over the inventory, built on first use
 
     @classmethod
-    def build(cls, index: Index, gates: Gates, inventory: Any) -> GuardLocator:
-        return cls(index, gates, inventory=inventory)
+    def build(cls, index: Index, pipeline: PrPipeline, inventory: Any) -> GuardLocator:
+        return cls(index, pipeline, inventory=inventory)
 
     def selections_for(self, test_id: str) -> list[Entry]:
         """The ``unittest/...`` list lines that select one unit-test id."""
@@ -72,6 +45,17 @@ class GuardLocator:
         found: list[Entry] = self._lines.lines_for(item)
         return found
 
+    def names_no_test(self, test_id: str) -> bool:
+        """A listed integration id that names no test of the checkout (``testdb.names``:
+        ``invalid``); unknowable ones (no sources, ids computed at run time) are not."""
+        if self.inventory is None or test_id.startswith("unittest/"):
+            return False
+        if self._names is None:
+            from testdb.names import NameChecker
+
+            self._names = NameChecker(self.inventory)
+        return bool(self._names.check(test_id).status == "invalid")
+
     def placements(self, test_id: str) -> tuple[list[Placement], str]:
         sched = self.index.schedule
         direct = list(sched.placements.get(test_id, ()))
@@ -85,10 +69,12 @@ class GuardLocator:
 
     def runs(self, test_id: str) -> tuple[str, str, tuple[Run, ...], str]:
         """(schedule verdict, effective verdict for this change, runs, via-selection)."""
+        if self.names_no_test(test_id):
+            return "invalid", "invalid", (), ""  # CI ignores the lines: nothing runs, ever
         placements, via = self.placements(test_id)
         runs: list[Run] = []
         plain: list[str] = []
-        effective: list[str] = []
+        for_pr: list[str] = []
         qa_open = False
         would_run = False
         for p in placements:
@@ -96,18 +82,20 @@ class GuardLocator:
                 would_run = True
                 qa_open = qa_open or not p.waived_by
                 runs.append(Run(f"QA {p.context}", "qa", 0, 0, p.entry.loc.path, p.entry.loc.line,
-                                p.block.loc.line if p.block else None, bool(p.waived_by)))
+                                p.block.loc.line if p.block else None, bool(p.waived_by),
+                                why="QA list: runs outside L0 CI"))
                 continue
             for r in p.runs:
                 would_run = True
-                opened = self.gates.opens(r.pr_class)
-                runs.append(Run(r.stage, r.pr_class, r.shard, r.splits, p.entry.loc.path,
+                started = self.pipeline.starts(r.stage)
+                runs.append(Run(r.stage, "stage", r.shard, r.splits, p.entry.loc.path,
                                 p.entry.loc.line, p.block.loc.line if p.block else None,
-                                bool(r.waived_by), opened))
+                                bool(r.waived_by), r.placement, started,
+                                self.pipeline.why(r.stage)))
                 if r.waived_by:
                     continue
                 plain.append(r.verdict)
-                effective.append("pre-merge" if opened else r.verdict)
+                for_pr.append(effective(r.placement, started))
         tail = "qa-only" if qa_open else ("waived" if would_run else "unscheduled")
-        return (best(plain) if plain else tail, best(effective) if effective else tail,
+        return (best(plain) if plain else tail, best(for_pr) if for_pr else tail,
                 tuple(runs), via)

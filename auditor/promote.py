@@ -65,7 +65,7 @@ class StageBudget:
 
     stage: str  # the stage name without its split number
     context: str
-    pr_class: str
+    placement: str  # pre-merge | gated | post-merge-only (testdb.pipeline.stage_placements)
     shards: tuple[ShardBudget, ...]
     average_s: float  # what a test without a recorded duration counts for (pytest-split)
 
@@ -364,6 +364,6 @@ def _budget(index: Index, old: Schedule, new: Schedule) -> tuple[StageBudget, ..
                                  old.stages[s.stage.name].duration_s
                                  if s.stage.name in old.stages else 0.0, s.duration_s)
                      for s in shards)
-        out.append(StageBudget(name, ctx, shards[0].pr_class, rows,
+        out.append(StageBudget(name, ctx, shards[0].placement, rows,
                                average_duration(ids, index.durations)))
     return tuple(out)

@@ -17,17 +17,21 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
-                     coverage: str | None, rules: str | None = None) -> dict[str, Any]:
-    """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch)."""
+                     coverage: str | None, rules: str | None = None,
+                     bot_command: str | None = None) -> dict[str, Any]:
+    """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch).
+    ``bot_command``: the PR's ``/bot run ...`` comment; the audit judges under its pipeline."""
     from auditor.audit import run_audit
     from auditor.diff import from_diff_file, from_git
     from reports.render_audit import audit_json
+    from testdb.botcmd import parse
 
     if bool(base) == bool(diff):
         raise UsageError("give either --base REV (a git range) or --diff FILE")
+    bot = parse(bot_command) if bot_command is not None else None  # before any slow work
     index = opts.index()
     change = from_diff_file(opts.root, diff) if diff else from_git(opts.root, base or "", head)
-    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules))
+    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
     data["diagnostics"] = [str(d) for d in index.diagnostics]
     return data
 
@@ -47,6 +51,9 @@ def audit_options(f: _F) -> _F:
         click.option("--rules", type=click.Path(dir_okay=False),
                      help="Path rules linking non-Python files to tests "
                           "(default: ci/audit-rules.yml under --root)."),
+        click.option("--bot-command", "bot_command", metavar="TEXT",
+                     help="The PR's `/bot run ...` comment: judge under the pipeline it "
+                          "starts (--extra-stage, --add-multi-gpu-test, --stage-list, ...)."),
     ]):
         f = opt(f)
     return f
@@ -60,8 +67,8 @@ def audit_options(f: _F) -> _F:
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write JSON here.")
 @click.pass_obj
 def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
-          coverage: str | None, rules: str | None, fmt: str, fail_on: str,
-          output: str | None) -> int:
+          coverage: str | None, rules: str | None, bot_command: str | None, fmt: str,
+          fail_on: str, output: str | None) -> int:
     """Find the behaviour a change makes, the tests that guard it, and whether they run
     before merge.
 
@@ -69,8 +76,10 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
     Examples:
       testdb --root examples/flashinfer-reuse audit --diff examples/flashinfer-reuse/pr.diff
       testdb --root ~/TensorRT-LLM audit --base origin/main --format json -o audit.json
+      testdb --root ~/TensorRT-LLM audit --base origin/main \\
+          --bot-command '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"'
     """
-    data = run_from_options(opts, base, head, diff, coverage, rules)
+    data = run_from_options(opts, base, head, diff, coverage, rules, bot_command)
     if output:
         from testdb.files import write_text_atomic
 

@@ -42,8 +42,8 @@ def _typed(decorator: Any) -> Callable[[F], F]:
 @_typed(format_option("markdown", "json"))
 @click.pass_obj
 def comment(opts: Any, audit_file: str | None, base: str | None, head: str | None,
-            diff: str | None, coverage: str | None, rules: str | None, repo: str | None,
-            head_sha: str | None,
+            diff: str | None, coverage: str | None, rules: str | None,
+            bot_command: str | None, repo: str | None, head_sha: str | None,
             report_url: str | None, results_file: str | None, post: bool, pr: int | None,
             api_url: str, fmt: str) -> int:
     """Render the pre-merge PR comment: the verdict sentence, the findings (errors first), the
@@ -64,14 +64,16 @@ def comment(opts: Any, audit_file: str | None, base: str | None, head: str | Non
 
     if post and not (pr and repo):
         raise UsageError("--post needs --pr N and --repo OWNER/NAME")
-    if audit_file and (base or diff or coverage or head):
-        raise UsageError("give either --audit FILE or --base/--diff to audit now, not both")
+    if audit_file and (base or diff or coverage or head or bot_command is not None):
+        raise UsageError("give either --audit FILE or --base/--diff to audit now, not both",
+                         hint="--bot-command belongs to the audit: it is recorded in the FILE")
     token = os.environ.get("GITHUB_TOKEN", "").strip() if post else ""
     if post and not token:
         raise UsageError("--post needs a GitHub token in the environment variable GITHUB_TOKEN",
                          hint="in GitHub Actions: env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}")
     data = read_audit(audit_file) if audit_file else run_from_options(opts, base, head, diff,
-                                                                      coverage, rules)
+                                                                      coverage, rules,
+                                                                      bot_command)
     results = read_results(results_file) if results_file else None
     body = render_comment(data, repo=repo, report_url=report_url, results=results,
                           head_sha=head_sha)

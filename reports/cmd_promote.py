@@ -181,7 +181,7 @@ def plan_text(plan: Plan, colour: bool = False) -> str:
 
 
 def _budget_text(b: StageBudget) -> list[str]:
-    out = [f"  {b.stage}  ({b.context}, {b.pr_class}, {len(b.shards)} shard(s), "
+    out = [f"  {b.stage}  ({b.context}, {b.placement}, {len(b.shards)} shard(s), "
            f"average test {_min(b.average_s)})",
            f"    {'shard':<6}{'before':>8}{'after':>8}{'change':>8}"]
     for s in b.shards:
@@ -214,7 +214,7 @@ def plan_json(plan: Plan, ids: tuple[str, ...], *, dry_run: bool, applied: bool
                   for m in plan.moves],
         "files": [{"path": e.path, "diff": e.diff} for e in plan.edits],
         "budget": {"limit_minutes": plan.budget_minutes,
-                   "stages": [{"stage": b.stage, "context": b.context, "pr_class": b.pr_class,
+                   "stages": [{"stage": b.stage, "context": b.context, "placement": b.placement,
                                "average_s": b.average_s,
                                "shards": [{"stage": s.stage, "shard": s.shard,
                                            "before_s": s.before_s, "after_s": s.after_s}

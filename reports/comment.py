@@ -87,7 +87,7 @@ class _Comment:
         text = f"`{_cell(_leaf(test_id), 300)}` {g['effective'] if g else '?'}"
         if g:
             # The test-db lines first: they decide the class; QA lines only add to it.
-            lines = sorted({(r["pr_class"] == "qa", r["path"], r["line"]) for r in g["runs"]
+            lines = sorted({(r.get("kind") == "qa", r["path"], r["line"]) for r in g["runs"]
                             if not r["waived"]})
             text += "".join(f" · {self.link(p, n, f'{_short(p)}:{n}')}"
                             for _, p, n in lines[:3])
@@ -100,6 +100,7 @@ class _Comment:
         p = self.prov
         files = p.get("data_files") or {}
         gates = self.data.get("gates") or {}
+        started = (self.data.get("pipeline") or {}).get("started") or {}
         bits = [f"head `{str(self.head)[:12]}`" if self.head else
                 ("" if p.get("diff") else "work tree"),
                 f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
@@ -107,6 +108,8 @@ class _Comment:
                 "multi-GPU gate " + ("open" if gates.get("multi_gpu") else "closed"),
                 ("auto-trigger " + ", ".join(gates["auto_trigger_tags"]))
                 if gates.get("auto_trigger_tags") else "",
+                f"judged under `{p['bot_command']}`" if p.get("bot_command") else "",
+                f"{len(started)} stages started" if started else "",
                 f"testdb-audit {p.get('version', '?')}",
                 f"test plan `{data_digest(files)}` ({len(files)} files)" if files else ""]
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
@@ -138,11 +141,22 @@ class _Comment:
                                 "|---|---|---|---|"], rows,
                                more="| ✂️ | {n} more findings | see the full report | |",
                                priority=2))
+        sug = self.data.get("suggestion")
         stages = self.data.get("missing_stages") or []
-        if stages:
-            parts.append(_Part(["", "**Run the missing guards before merge** (the exact shards "
-                                "that schedule them):", "", "```",
-                                f'/bot run --extra-stage "{", ".join(stages)}"', "```"]))
+        if sug is None and stages:  # an audit written before suggestions had costs
+            sug = {"command": f'/bot run --extra-stage "{", ".join(stages)}"', "stages": [
+                {"stage": s, "minutes": None} for s in stages], "shards": len(stages)}
+        if sug:
+            from reports.render_audit import cost_text
+
+            lines = ["", "**Run the missing guards before merge** (the exact shards that "
+                     "schedule them):", "", "```", sug["command"], "```",
+                     f"<sub>{cost_text(sug)}</sub>"]
+            alt = sug.get("alternative")
+            if alt:
+                lines += ["", "or, with every multi-GPU stage:", "", "```", alt["command"],
+                          "```", f"<sub>{cost_text(alt)}</sub>"]
+            parts.append(_Part(lines))
         if self.results:
             rows = []
             for r in sorted(self.results, key=lambda r: (r["outcome"] == "passed", r["test_id"])):

@@ -122,8 +122,8 @@ def check_audit(doc: Any, path: str) -> dict[str, Any]:
                     s.typed(g[key], f"{gw}.{key}", str, "a string")
                 for k, r in enumerate(s.lst(g["runs"], f"{gw}.runs")):
                     rw = f"{gw}.runs[{k}]"
-                    s.obj(r, rw, ("stage", "pr_class", "path", "line", "waived"))
-                    for key in ("stage", "pr_class", "path"):
+                    s.obj(r, rw, ("stage", "kind", "path", "line", "waived"))
+                    for key in ("stage", "kind", "path"):
                         s.typed(r[key], f"{rw}.{key}", str, "a string")
                     s.typed(r["line"], f"{rw}.line", int, "an integer")
     gates = s.obj(top.get("gates") or {}, "gates")
@@ -131,6 +131,19 @@ def check_audit(doc: Any, path: str) -> dict[str, Any]:
         s.typed(t, f"gates.auto_trigger_tags[{j}]", str, "a string")
     for j, st in enumerate(s.lst(top.get("missing_stages", []), "missing_stages")):
         s.typed(st, f"missing_stages[{j}]", str, "a string")
+    sug = s.obj(top.get("suggestion") or {}, "suggestion")
+    for w, part in (("suggestion", sug), ("suggestion.alternative",
+                                          s.obj(sug.get("alternative") or {},
+                                                "suggestion.alternative"))):
+        if part:
+            s.typed(part.get("command"), f"{w}.command", str, "a string")
+            for j, row in enumerate(s.lst(part.get("stages", []), f"{w}.stages")):
+                s.obj(row, f"{w}.stages[{j}]", ("stage",))
+                s.typed(row["stage"], f"{w}.stages[{j}].stage", str, "a string")
+    started = s.obj(s.obj(top.get("pipeline") or {}, "pipeline").get("started") or {},
+                    "pipeline.started")
+    for name, why in started.items():
+        s.typed(why, f"pipeline.started.{name}", str, "a string")
     for j, lc in enumerate(s.lst(top.get("list_changes", []), "list_changes")):
         s.obj(lc, f"list_changes[{j}]")
         s.typed(lc.get("line"), f"list_changes[{j}].line", int, "an integer", optional=True)

@@ -112,8 +112,8 @@ def placement_record(p: Placement) -> dict[str, Any]:
         "marker": p.entry.marker,
         "timeout_minutes": p.entry.timeout,
         "isolation": p.entry.isolation,
-        "stages": [{"name": r.stage, "class": r.pr_class, "shard": r.shard, "splits": r.splits,
-                    "verdict": r.verdict, "assumed": list(r.assumed),
+        "stages": [{"name": r.stage, "class": r.placement, "why": r.why, "shard": r.shard,
+                    "splits": r.splits, "verdict": r.verdict, "assumed": list(r.assumed),
                     "waived_by": [{"path": w.loc.path, "line": w.loc.line} for w in r.waived_by]}
                    for r in p.runs],
         "waived_by": [{"path": w.loc.path, "line": w.loc.line}
@@ -131,17 +131,31 @@ def test_record(t: TestWhere) -> dict[str, Any]:
 
 test_record.__test__ = False  # type: ignore[attr-defined]  # not a pytest test function
 
-WHERE_TABLE_VERSION = 2
+WHERE_TABLE_VERSION = 3
+
+
+@dataclass(frozen=True)
+class WhereLookup:
+    """The ``where`` records (``test_record`` shape) of the listed ids a pattern names, the
+    plan's diagnostics, and every listed id (for "did you mean" when the pattern names none)."""
+
+    records: list[dict[str, Any]]
+    diagnostics: list[Diagnostic]
+    listed: list[str]
 
 
 def where_records(plan: Plan, pattern: str, *, use_cache: bool = True
                   ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
-    """The ``where`` records (``test_record`` shape) of the listed ids ``pattern`` names, and
-    the plan's diagnostics.
+    """The ``where`` records of the listed ids ``pattern`` names, and the plan's diagnostics
+    (``where_lookup`` without the listed ids)."""
+    got = where_lookup(plan, pattern, use_cache=use_cache)
+    return got.records, got.diagnostics
 
-    Every id's record is kept in a cache file beside the index's (same content key); a warm
-    ``where`` reads the id list and then only the records it prints, instead of unpickling the
-    whole index."""
+
+def where_lookup(plan: Plan, pattern: str, *, use_cache: bool = True) -> WhereLookup:
+    """See ``WhereLookup``. Every id's record is kept in a cache file beside the index's (same
+    content key); a warm ``where`` reads the id list and then only the records it prints,
+    instead of unpickling the whole index."""
     from testdb.files import Records
     from testdb.index import cache_dir
 
@@ -153,9 +167,9 @@ def where_records(plan: Plan, pattern: str, *, use_cache: bool = True
             position = {tid: i for i, tid in enumerate(ids)}
             raw = [table.get(position[tid]) for tid in match_ids(ids, pattern)]
             if len(ids) == len(table) and all(r is not None for r in raw):
-                return ([json.loads(r) for r in raw if r is not None],
-                        [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
-                         for p, ln, sev, msg, rule in diags])
+                return WhereLookup([json.loads(r) for r in raw if r is not None],
+                                   [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
+                                    for p, ln, sev, msg, rule in diags], ids)
         except (ValueError, EOFError, TypeError, KeyError):
             pass  # damaged: rebuilt below
         finally:
@@ -164,7 +178,7 @@ def where_records(plan: Plan, pattern: str, *, use_cache: bool = True
 
 
 def _where_records_afresh(plan: Plan, pattern: str, path: str, use_cache: bool
-                          ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+                          ) -> WhereLookup:
     from testdb.files import write_records
     from testdb.index import load_sources
     from testdb.schedule import verdict_for
@@ -178,4 +192,6 @@ def _where_records_afresh(plan: Plan, pattern: str, path: str, use_cache: bool
                  for d in index.diagnostics]
         write_records(path, marshal.dumps((list(records), diags)),
                       [json.dumps(r, ensure_ascii=False).encode() for r in records.values()])
-    return [records[i] for i in match_ids(list(records), pattern)], list(index.diagnostics)
+    ids = list(records)
+    return WhereLookup([records[i] for i in match_ids(ids, pattern)], list(index.diagnostics),
+                       ids)

@@ -1,4 +1,4 @@
-"""Where each list entry runs: stages, shards, PR classes, waives, QA; a verdict per test."""
+"""Where each list entry runs: stages, shards, placements, waives, QA; a verdict per test."""
 
 from __future__ import annotations
 
@@ -10,36 +10,32 @@ from testdb.grammar import Entry
 from testdb.index import Index
 from testdb.matching import match
 from testdb.model import Block, Context, QaList
+from testdb.pipeline import stage_placements
 from testdb.shards import item_sort_name, least_duration, shard_durations
-from testdb.stages import Stage, pr_class, stage_facts
+from testdb.stages import Stage, stage_facts
 
-VERDICTS = ("pre-merge", "gated", "post-merge-only", "qa-only", "waived", "unscheduled")
-_CLASS_RANK = {"pre-merge": 0, "perf": 0, "gated": 1, "post-merge": 2}
-
-
-def verdict_of_class(cls: str) -> str:
-    """Map a stage's PR class to the verdict word a placement on it earns."""
-    if cls in ("pre-merge", "perf"):
-        return "pre-merge"
-    if cls.startswith("gated"):
-        return "gated"
-    return "post-merge-only"
+# `invalid` (last: worse than any): a listed name that names no test of the checkout, which
+# CI ignores (testdb.names); the schedule never gives it, a check against the sources does.
+VERDICTS = ("pre-merge", "gated", "post-merge-only", "qa-only", "waived", "unscheduled",
+            "invalid")
 
 
 @dataclass(frozen=True)
 class StageRun:
-    """One stage that renders the entry: its shard, its PR class, and waives in force there."""
+    """One stage that renders the entry: its shard, its placement (pre-merge / gated /
+    post-merge-only for a PR that opens nothing, and why), and waives in force there."""
 
     stage: str
-    pr_class: str
+    placement: str
     shard: int
     splits: int
     assumed: tuple[str, ...] = ()
     waived_by: tuple[Entry, ...] = ()
+    why: str = ""
 
     @property
     def verdict(self) -> str:
-        return verdict_of_class(self.pr_class)
+        return self.placement
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,8 @@ class Placement:
 @dataclass
 class StageSchedule:
     stage: Stage
-    pr_class: str
+    placement: str  # testdb.pipeline.stage_placements: pre-merge | gated | post-merge-only
+    why: str = ""
     entries: list[Entry] = field(default_factory=list)  # this shard's entries, in list order
     context_entries: int = 0  # entries of the whole (unsplit) rendered list
     duration_s: float = 0.0  # estimated duration of this shard
@@ -226,7 +223,7 @@ class Placements(Mapping[str, list[Placement]]):
 def build_schedule(index: Index) -> Schedule:
     sched = Schedule()
     waives = WaiveIndex(index.waives)
-    tags = index.triggers.tags
+    placements = stage_placements(index.stages, index.triggers)
     runs: dict[tuple[str, int], list[list[StageRun]]] = {
         (c.name, b.index): [[] for _ in b.entries] for c in index.l0_contexts() for b in c.blocks}
     reached_blocks: set[tuple[str, int]] = set()
@@ -237,8 +234,8 @@ def build_schedule(index: Index) -> Schedule:
     for stage in index.stages:
         if stage.disabled:
             continue
-        cls = pr_class(stage, tags)
-        ss = StageSchedule(stage, cls)
+        cls = placements[stage.name]
+        ss = StageSchedule(stage, cls.verdict, cls.why)
         sched.stages[stage.name] = ss
         ctx = index.contexts.get(stage.context)
         if ctx is None or ctx.kind != "l0":
@@ -278,8 +275,8 @@ def build_schedule(index: Index) -> Schedule:
             e = block.entries[pos]
             waived = tuple(w for w in waives.matching(e) if waives.applies(w, stage))
             runs[(ctx.name, block.index)][pos].append(
-                StageRun(stage.name, cls, stage.split_id, stage.splits, assumed_of[block.index],
-                         waived))
+                StageRun(stage.name, cls.verdict, stage.split_id, stage.splits,
+                         assumed_of[block.index], waived, cls.why))
 
     for ctx in index.l0_contexts():
         unreached = [b for b in ctx.blocks if (ctx.name, b.index) not in reached_blocks]

@@ -1,4 +1,4 @@
-"""Jenkins stages: the record, the YAML stage-table loader, facts from names, PR classes."""
+"""Jenkins stages: the record, the YAML stage-table loader, facts from names."""
 
 from __future__ import annotations
 
@@ -107,23 +107,6 @@ def stage_facts(stage: Stage, platform_facts: dict[str, dict[str, object]] | Non
         vals = tuple(str(v) for v in value) if isinstance(value, list) else (str(value),)
         facts[key] = Fact(vals)
     return facts
-
-
-PR_CLASSES = ("pre-merge", "gated-multi-gpu", "gated-auto-trigger", "post-merge", "perf")
-
-
-def pr_class(stage: Stage, auto_trigger_tags: tuple[str, ...] = ()) -> str:
-    """How a PR reaches the stage (trtllm-ci.md section 5)."""
-    tag = next((t for t in auto_trigger_tags if t in stage.name), None)
-    if stage.is_post_merge:
-        return f"gated-auto-trigger:{tag}" if tag else "post-merge"
-    if tag:
-        return f"gated-auto-trigger:{tag}"
-    if stage.is_multi_gpu:
-        return "gated-multi-gpu"
-    if stage.is_perf:
-        return "perf"
-    return "pre-merge"
 
 
 _INT_FIELDS = ("split_id", "splits", "gpu_count", "node_count")

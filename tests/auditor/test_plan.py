@@ -32,6 +32,8 @@ def test_plan_prefers_the_cheapest_non_pre_merge_placement(tmp_path: Path) -> No
     assert row.item.timeout_minutes == 60 and row.entry.loc.line == 218
     assert row.item.argv[-3:] == (CHUNKED, "--junit-xml", "{junit}")
     assert bot_command([row]) == '/bot run --extra-stage "DGX_H100-PyTorch-Post-Merge-1"'
+    # a stage the PR's pipeline already starts is not asked for again
+    assert bot_command([row], started=frozenset(row.item.stages)) == ""
     assert bot_command([row], replace=True).startswith('/bot run --stage-list "')
 
 

@@ -229,7 +229,7 @@ def test_budget_against_hand_computation(tmp_path: Path) -> None:
     index = load(str(root), use_cache=False)
     plan = plan_moves(index, [FLASHINFER], budget_minutes=1000)
     (b,) = plan.budget
-    assert (b.stage, b.context, b.pr_class) == ("DGX_H100-PyTorch", "l0_h100", "pre-merge")
+    assert (b.stage, b.context, b.placement) == ("DGX_H100-PyTorch", "l0_h100", "pre-merge")
     # least_duration, equal items: shards alternate, the first takes the odd one
     before = [10 * math.ceil(n / 2), 10 * (n // 2)]
     # after: the 600 s test opens shard 1; shard 2 takes 60 items to catch up; then alternate

@@ -867,14 +867,16 @@ def p_list(data: bytes, ws: Workspace, rng: random.Random, waive: bool = False) 
 
 
 def p_stages(data: bytes, ws: Workspace, rng: random.Random) -> tuple[str, str]:
-    from testdb.stages import load_stage_table_text, pr_class, stage_facts
+    from testdb.index import Triggers
+    from testdb.pipeline import stage_placements
+    from testdb.stages import load_stage_table_text, stage_facts
 
     path = "ci/stages.yml"
     text = _text(data, path)
     stages, diags = load_stage_table_text(text, path)
     for s in stages:
         stage_facts(s)
-        pr_class(s, ("deepseek",))
+    stage_placements(stages, Triggers(("x",), (("y", ("deepseek",)),)))
     return _diag_outcome(diags, path, text)
 
 

@@ -75,6 +75,7 @@ def all_guarded() -> dict[str, Any]:
     data = flashinfer()
     data["findings"] = []
     data["missing_stages"] = []
+    data["suggestion"] = {}
     for b in data["behaviours"]:
         b["verdict"] = "pre-merge"
     data["summary"].update(unguarded=0, errors=0, warnings=0,
@@ -114,8 +115,10 @@ def test_flashinfer_errors_and_warnings_golden() -> None:
     first = text.splitlines()[0]
     assert first.startswith("❌ **testdb-audit: 1 of 1 behaviour change has no pre-merge guard")
     assert text.index("❌ error") < text.index("⚠️ warning"), "errors come first"
-    assert '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1, ' \
-           'DGX_H100-PyTorch-Post-Merge-1"' in text
+    # the cheapest line that starts a guard of every finding, with what it costs
+    assert '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"\n```\n' \
+           "<sub>1 extra shard, ~22.6 min: DGX_H100-4_GPUs-PyTorch-Others-1 (~22.6 min)</sub>" \
+           in text
     assert f"https://github.com/{REPO}/blob/{SHA}/tests/integration/test_lists/test-db/" \
            "l0_h100.yml#L19" in text
     assert "<details>" in text and text.count("<details>") == text.count("</details>")

@@ -223,8 +223,11 @@ def test_triggers_and_platform_facts(tmp_path: Path) -> None:
     assert idx.triggers.multi_gpu_paths == ("cpp/",)
     assert idx.triggers.tags == ("-PyTorch-",)
     assert idx.platform_facts == {"a10": {"linux_distribution_name": "ubuntu22"}}
-    # every A10-PyTorch stage is now reached through the auto-trigger tag
-    assert idx.schedule.verdict("a.py::test_a[x=2]") == "gated"
+    # a single-GPU, not post-merge stage with a tag in its name is in every PR's base set: the
+    # tag adds nothing there (launchTestJobs starts from all stages minus multi-GPU and
+    # Post-Merge ones); it does pull the A10 Post-Merge stage into a PR that opens it
+    assert idx.schedule.verdict("a.py::test_a[x=2]") == "pre-merge"
+    assert idx.schedule.stages["A10-PyTorch-Post-Merge-1"].placement == "gated"
 
 
 def test_bad_triggers_file_is_an_error(tmp_path: Path) -> None:

@@ -38,11 +38,9 @@ def qa(waived: bool = False) -> Placement:
     ([], "unscheduled"),
     ([td()], "unscheduled"),  # a block no stage reaches
     ([td(run("pre-merge"))], "pre-merge"),
-    ([td(run("perf"))], "pre-merge"),
-    ([td(run("gated-multi-gpu")), td(run("post-merge"))], "gated"),
-    ([td(run("gated-auto-trigger:-DeepSeek-"))], "gated"),
-    ([td(run("post-merge")), qa()], "post-merge-only"),
-    ([td(run("pre-merge", waived=True)), td(run("gated-multi-gpu"))], "gated"),
+    ([td(run("gated")), td(run("post-merge-only"))], "gated"),
+    ([td(run("post-merge-only")), qa()], "post-merge-only"),
+    ([td(run("pre-merge", waived=True)), td(run("gated"))], "gated"),
     ([td(run("pre-merge", waived=True))], "waived"),
     ([td(run("pre-merge", waived=True)), qa()], "qa-only"),
     ([qa()], "qa-only"),
@@ -135,8 +133,8 @@ def test_small_checkout_schedule(tmp_path: Path) -> None:
     assert sched.verdict("a.py::test_a[x=1]") == "gated"
     [a10_line, dgx_line] = sched.placements["a.py::test_a[x=1]"]
     assert [r.waived_by[0].gpu_prefix for r in a10_line.runs] == ["A10"]
-    assert [(r.stage, r.pr_class, r.waived_by) for r in dgx_line.runs] == [
-        ("DGX_H100-4_GPUs-PyTorch-1", "gated-multi-gpu", ())]
+    assert [(r.stage, r.placement, r.waived_by) for r in dgx_line.runs] == [
+        ("DGX_H100-4_GPUs-PyTorch-1", "gated", ())]
     # the two A10 shards split the three pre-merge entries between them, each exactly once
     shards = {n: [e.test for e in ss.entries] for n, ss in sched.stages.items()}
     assert sorted(shards["A10-PyTorch-1"] + shards["A10-PyTorch-2"]) == [
@@ -186,14 +184,14 @@ def test_canonical_flashinfer_review() -> None:
     sched = corpus().schedule
     trt, fi = f"{CHUNKED}[attn_backend=TRTLLM]", f"{CHUNKED}[attn_backend=FLASHINFER]"
     assert sched.verdict(trt) == "pre-merge"
-    trt_pre = {(p.entry.loc.path.rsplit("/", 1)[-1], r.pr_class)
+    trt_pre = {(p.entry.loc.path.rsplit("/", 1)[-1], r.placement)
                for p in sched.placements[trt] for r in p.runs}
     assert ("l0_h100.yml", "pre-merge") in trt_pre
     assert sched.verdict(fi) == "gated"
     lines = {(p.entry.loc.path.rsplit("/", 1)[-1], p.block.stage_term if p.block else None,
-              r.pr_class) for p in sched.placements[fi] for r in p.runs}
-    assert ("l0_h100.yml", "post_merge", "post-merge") in lines
-    assert ("l0_dgx_h100.yml", "pre_merge", "gated-multi-gpu") in lines
+              r.placement) for p in sched.placements[fi] for r in p.runs}
+    assert ("l0_h100.yml", "post_merge", "post-merge-only") in lines
+    assert ("l0_dgx_h100.yml", "pre_merge", "gated") in lines
     assert not any(cls == "pre-merge" for _, _, cls in lines)
     assert any(p.kind == "qa" for p in sched.placements[fi])
     # the post-merge block of l0_h100 starts well before the pre-merge one's TRTLLM line
