@@ -106,14 +106,23 @@ class Page:
         return self.page.eval_on_selector_all(
             f"{table} tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.innerText))")
 
-    def shot(self, name: str, selector: str | None = None) -> None:
-        """A screenshot (of the element at ``selector``, or the viewport) into artifacts/, and
-        into docs/img/ when TESTDB_DOC_SCREENSHOTS is set."""
-        dirs = [ARTIFACTS] + ([DOC_IMG] if os.environ.get("TESTDB_DOC_SCREENSHOTS") else [])
+    def shot(self, name: str, selector: str | None = None, doc: bool = False) -> None:
+        """A screenshot (of the element at ``selector``, or the viewport) into artifacts/; one
+        that docs/reports.md shows (``doc``) also into docs/img/ when TESTDB_DOC_SCREENSHOTS
+        is set."""
+        wanted = doc and os.environ.get("TESTDB_DOC_SCREENSHOTS")
+        dirs = [ARTIFACTS] + ([DOC_IMG] if wanted else [])
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
-            if selector:
-                self.page.locator(selector).screenshot(path=str(d / name))
+            if selector:  # a viewport as tall as the element: sticky headers stay on top
+                size = self.page.viewport_size
+                el = self.page.locator(selector)
+                box = el.bounding_box() or {"height": 0}
+                self.page.set_viewport_size({"width": size["width"],
+                                             "height": max(size["height"],
+                                                           int(box["height"]) + 40)})
+                el.screenshot(path=str(d / name))
+                self.page.set_viewport_size(size)
             else:
                 self.page.screenshot(path=str(d / name), full_page=False)
 

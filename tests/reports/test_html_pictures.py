@@ -49,6 +49,7 @@ def test_shard_bars_per_stage_group_with_the_budget_line(site: tuple[Path, str],
     groups: dict[str, list[Any]] = defaultdict(list)
     for ss in corpus.schedule.stages.values():
         groups[_unsplit(ss.stage.name, ss.stage.split_id)].append(ss)
+    page.shot("report-shards.png", "#shards", doc=True)
     pg.click("#shards-more summary")  # the post-merge groups are folded
     cards = pg.eval_on_selector_all("figure.stage-card", """fs => fs.map(f => ({
         group: f.dataset.group,
@@ -91,7 +92,6 @@ def test_shard_bars_per_stage_group_with_the_budget_line(site: tuple[Path, str],
     over = pg.eval_on_selector_all("figure.stage-card.over", "fs => fs.map(f => f.dataset.group)")
     assert sorted(over) == sorted(g for g, ss in groups.items() if not ss[0].stage.is_post_merge
                                   and max(s.duration_s for s in ss) > budget_s)
-    page.shot("report-shards.png", "#shards")
 
 
 def test_verdicts_per_test_file_as_stacked_bars(site: tuple[Path, str], page: Page,
@@ -128,7 +128,7 @@ def test_verdicts_per_test_file_as_stacked_bars(site: tuple[Path, str], page: Pa
     assert top.get_attribute("data-file") == max(expected, key=lambda f: (
         sum(expected[f].values()), [-ord(c) for c in f]))
     pg.click("#files-more summary")
-    page.shot("report-files.png", "#files-chart")
+    page.shot("report-files.png", "#files-chart", doc=True)
 
 
 def test_guards_by_verdict_on_an_audit(site: tuple[Path, str], page: Page) -> None:
@@ -153,7 +153,7 @@ def test_guards_by_verdict_on_an_audit(site: tuple[Path, str], page: Page) -> No
         assert f"{len(guards)} guard(s)" in r["text"]
         per_guard = [s["w"] / s["value"] for s in r["segs"]]
         assert max(per_guard) == pytest.approx(min(per_guard), rel=0.02), "one scale"
-    page.shot("report-audit.png", "#audit")
+    page.shot("report-guards.png", "#audit", doc=True)
 
 
 def test_lint_is_paged_filterable_and_its_rules_do_not_wrap(site: tuple[Path, str],
@@ -166,6 +166,7 @@ def test_lint_is_paged_filterable_and_its_rules_do_not_wrap(site: tuple[Path, st
     assert page.count("#lint-count") == total
     shown = pg.locator("#lint-table tbody tr:not([hidden])")
     assert shown.count() == 25
+    page.shot("report-lint.png", "#lint", doc=True)
     section = pg.locator("#lint").bounding_box()
     assert section and section["height"] < 3000, "a page of findings, not 23,000 px"
     rules = [r for r in pg.eval_on_selector_all(
@@ -183,7 +184,6 @@ def test_lint_is_paged_filterable_and_its_rules_do_not_wrap(site: tuple[Path, st
     pg.click("#lint-pager button:has-text('next')")
     assert "rows 26–50" in pg.inner_text("#lint-pager")
     assert pg.inner_text("#lint-table tbody tr:not([hidden]) td.loc") != first
-    page.shot("report-lint.png", "#lint")
     word = first.split("/")[-1].split(":")[0]
     pg.fill("#lint-filter", word)
     assert 0 < page.count("#lint-count") < total
@@ -294,4 +294,4 @@ def test_invalid_ids_have_their_tile_colour_legend_and_note(page: Page, tmp_path
     assert row.locator("td.c").count() == 0, "no stage runs it"
     note = pg.inner_text("#fn-lines .invalid-note")
     assert "CI ignores it" in note and "nearest:" in note
-    page.shot("report-invalid.png")
+    page.shot("report-invalid.png", doc=True)
