@@ -168,7 +168,7 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     # parallelJobs - multiGpuJobs - postMergeJobs
     st.add((n for n in names if n not in set(multi) | set(post)), "base",
            "base set: no Post-Merge and no N_GPUs in the name")
-    st.out.update({n: ("multi-gpu-closed", "multi-GPU stage: no changed file is on the "
+    st.out.update({n: ("multi-gpu-closed", "multi-GPU stage; no changed file is on the "
                        "multi-GPU path list") for n in multi})
     st.out.update({n: ("post-merge", "Post-Merge stage: runs after merge, or on request")
                    for n in post})

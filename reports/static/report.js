@@ -278,8 +278,9 @@
         html: function (r) { return esc(r.s[1]) + (r.s[11] ? " " + badge("unscheduled", "missing") : ""); } }),
       Object.assign(st(2, true), { key: "shard", label: "shard",
         html: function (r) { return r.s[2] + "/" + r.s[3]; } }),
-      Object.assign(st(4), { key: "class", label: "PR class",
-        html: function (r) { return badge(r.s[5], r.s[4]); } }),
+      Object.assign(st(5), { key: "class", label: "for a PR that opens nothing",
+        html: function (r) { return '<span title="' + esc(r.s[4]) + '">' + badge(r.s[5]) +
+          "</span>"; } }),
       Object.assign(st(6, true), { key: "tests", label: "tests",
         html: function (r) { return String(r.s[6]); } }),
       Object.assign(st(7, true), { key: "duration", label: "known duration",

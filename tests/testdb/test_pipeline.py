@@ -145,7 +145,7 @@ def test_commands_ci_rejects(bot: str, words: str) -> None:
 @pytest.mark.parametrize("paths, stage, why", [
     ([], "A10-PyTorch-1", "base set: no Post-Merge and no N_GPUs in the name"),
     ([], "DGX_H100-4_GPUs-PyTorch-Others-1",
-     "multi-GPU stage: no changed file is on the multi-GPU path list"),
+     "multi-GPU stage; no changed file is on the multi-GPU path list"),
     ([], "A10-PyTorch-Post-Merge-1", "Post-Merge stage: runs after merge, or on request"),
     (["tensorrt_llm/mapping.py"], "DGX_H100-4_GPUs-CPP-1",
      "multi-GPU path list: 'tensorrt_llm/mapping.py' is in the changed files"),
