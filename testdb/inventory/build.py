@@ -8,7 +8,7 @@ import gc
 import hashlib
 import marshal
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,7 +137,8 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
         stamp = _stamp(root, dirs, config, store)
         hit = stamp.check()
         if hit is not None:
-            cached = _load_whole(store.directory, hit[1])
+            cached = _open_whole(store, hit[1], lambda: _build(root, dirs, config, store,
+                                                               workers))
             if cached is not None:
                 return cached
     dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))
@@ -161,7 +162,7 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     if store is None:
         return Inventory(i for items in _scan_all(files, contents, keys, None, config, workers)
                          for i in items)
-    inv = _load_whole(store.directory, whole)
+    inv = _open_whole(store, whole, lambda: _build(root, dirs, config, store, workers))
     if inv is None:
         # Most builds follow one of the same tree with a few test files changed: the last
         # build is updated by the files that changed, and only those are scanned.
@@ -211,7 +212,7 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
 
 def _whole_format() -> str:
     """What the whole-inventory cache's layout depends on: its format and this code."""
-    return f"whole-v2;{code_stamp(os.path.dirname(os.path.abspath(__file__)))}"
+    return f"whole-v3;{code_stamp(os.path.dirname(os.path.abspath(__file__)))}"
 
 
 def _bytes_digest(path: str) -> str:
@@ -274,18 +275,35 @@ def _units_path(directory: Path, digest: str) -> Path:
 
 
 def _whole_path(directory: Path, digest: str) -> Path:
-    return directory / f"whole-{digest}.marshal"
+    return directory / f"whole-{digest}.records"
+
+
+def _open_whole(store: FileCache, digest: str, build: Callable[[], Inventory]
+                ) -> PackedInventory | None:
+    """The whole inventory cached under ``digest``, its blobs read when asked for; should
+    one fail its check, the file is removed and the answers come from ``build()``."""
+    path = _whole_path(store.directory, digest)
+
+    def rebuild() -> PackedInventory:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        got = build()
+        assert isinstance(got, PackedInventory)  # built with a store: packed
+        return got
+
+    return PackedInventory.open(str(path), rebuild)
 
 
 def _load_whole(directory: Path, digest: str) -> PackedInventory | None:
-    payload = read_cache(str(_whole_path(directory, digest)))
+    """A whole inventory to build on, every blob read and checked (None if one fails)."""
+    found = PackedInventory.open(str(_whole_path(directory, digest)))
     try:
-        return PackedInventory.from_state(marshal.loads(payload)) if payload else None
-    except Exception:  # another version's layout: build afresh
+        return found.materialized() if found is not None else None
+    except RuntimeError:  # a damaged blob (and no way to rebuild it here): build afresh
         return None
 
 
 def _save_whole(directory: Path, digest: str, inv: PackedInventory) -> None:
     # Tens of MB for 100k parametrizations: keep one per checkout in use, not every version.
-    write_cache(str(_whole_path(directory, digest)), marshal.dumps(inv.state()), keep=3)
+    inv.write(str(_whole_path(directory, digest)), keep=3)
     write_cache(str(_units_path(directory, digest)), marshal.dumps(_unit_ids(inv)), keep=3)

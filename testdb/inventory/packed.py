@@ -2,13 +2,21 @@
 
 Building all 100,000+ items of a large checkout costs more than the rest of an audit, which
 looks at the few hundred test files that import the changed code. So the cache keeps, per test
-file, one marshalled blob of its item rows; the ids, how many ids carry each parameter value,
-and a value index come with it. Items are built when a file is first asked for.
+file, one marshalled blob of its item rows and one of its ids; how many ids carry each
+parameter value, and a value index, come with it. Items are built when a file is first asked
+for.
 
-A new head of the same tree usually changes a few test files: ``replace_files`` swaps their
-blobs and adjusts the ids, counts and index by those files alone, so the next build costs what
-the changed files cost. ``value index`` entries are per file (positions within the file's ids),
-which keeps every other file's entries valid when one file changes.
+On disk it is a records file (``testdb.files.write_records``): a sealed header (the files, the
+counts, the placeholders) and one record per blob with its own crc32. Opening it reads the
+header alone; each blob is read, and checked, when first asked for, so a warm audit neither
+reads nor hashes the tens of MB it does not use. A blob that fails its check makes the
+inventory rebuild itself (the ``rebuild`` it was opened with) and answer from that.
+
+A new head of the same tree usually changes a few test files: ``replace_files`` gives an
+inventory whose own blobs are the changed files' and which asks its parent for the others,
+adjusting the counts and index by those files alone. ``value index`` entries are per file
+(positions within the file's ids), which keeps every other file's entries valid when one
+file changes.
 """
 
 from __future__ import annotations
@@ -16,13 +24,15 @@ from __future__ import annotations
 import marshal
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from testdb.files import Records, write_records
 from testdb.inventory.model import WILDCARD, Inventory, InventoryItem, Status, split_params
 
 # value -> [(file, positions in the file's ids, parameter names)]
 Entries = dict[str, list[tuple[str, list[int], list[str | None]]]]
+FORMAT = "packed-v3"
 
 
 def file_blob(items: Iterable[InventoryItem]) -> bytes:
@@ -67,27 +77,56 @@ def _entries(ids_by_file: dict[str, list[str]]) -> tuple[Entries, Counter[str]]:
     return found, Counter(pieces)
 
 
+class _Stored:
+    """The blobs of a packed inventory file: record numbers by name, read when asked for."""
+
+    def __init__(self, records: Records, files: tuple[str, ...], values: list[str]) -> None:
+        self.records = records
+        n = len(files)
+        self.rows = {f: 2 * k for k, f in enumerate(files)}
+        self.values = {v: 2 * n + k for k, v in enumerate(values)}
+        self.keys = 2 * n + len(values)
+
+    def get(self, record: int) -> bytes | None:
+        """The record, or None when it fails its check (or the file no longer reads)."""
+        try:
+            return self.records.get(record)
+        except (OSError, ValueError):
+            return None
+
+
+class _Damaged(Exception):
+    """A record of the cache file failed its check."""
+
+
 class PackedInventory(Inventory):
-    """An inventory kept as one marshalled blob of item rows per file (see the module doc).
-    Anything that needs every item (iteration, ``by_function``, ``status``) builds them all,
-    once."""
+    """An inventory kept as marshalled blobs per file (see the module doc). Anything that
+    needs every item (iteration, ``by_function``, ``status``) builds them all, once."""
 
-    __slots__ = ("_counts", "_full", "_ids_list", "_idset", "_keys", "_loaded", "_odd",
-                 "_packed", "_spans", "_values")
+    __slots__ = ("_counts", "_full", "_idsets", "_keys", "_loaded", "_n", "_odd", "_order",
+                 "_own_ids", "_own_rows", "_own_values", "_parent", "_rank", "_rebuild",
+                 "_stored", "_value_names")
 
-    def __init__(self, packed: dict[str, bytes], ids: list[str],
-                 spans: dict[str, tuple[int, int]], placeholders: Iterable[InventoryItem],
-                 counts: dict[str, int], values: dict[str, bytes], odd: dict[str, str],
-                 keys: dict[str, str]) -> None:
-        self._packed = packed  # file -> marshal of its item rows, in inventory order
-        self._ids_list = ids  # every id but the placeholders', file by file
-        self._spans = spans  # file -> (start, stop) of its ids in _ids_list
+    def __init__(self, order: tuple[str, ...], rows: dict[str, bytes],
+                 ids: dict[str, list[str]], values: dict[str, bytes | None],
+                 value_names: set[str], counts: dict[str, int], odd: dict[str, str],
+                 placeholders: Iterable[InventoryItem], keys: dict[str, str] | None,
+                 n_ids: int, parent: PackedInventory | None = None,
+                 stored: _Stored | None = None,
+                 rebuild: Callable[[], PackedInventory] | None = None) -> None:
+        self._order = order  # the files, in inventory order
+        self._rank = {f: k for k, f in enumerate(order)}
+        self._own_rows = rows  # file -> marshal of its item rows (else: the parent's, stored)
+        self._own_ids = ids  # file -> its ids but the placeholders'
+        self._own_values = values  # value -> marshal of its Entries rows; None: no entries
+        self._value_names = value_names  # every value with index entries
         self._counts = counts  # value piece -> how many ids carry it
-        self._values = values  # value -> marshal of its Entries rows
         self._odd = odd  # node id -> file, where the id does not start with `file::`
-        self._keys = keys  # file -> what its blob was built from (see blob_for)
+        self._keys = keys  # file -> what its blob was built from (None: stored, not read yet)
+        self._n = n_ids
+        self._parent, self._stored, self._rebuild = parent, stored, rebuild
         self._placeholders = tuple(placeholders)
-        self._idset: set[str] | None = None
+        self._idsets: dict[str, set[str]] = {}
         self._loaded: dict[str, tuple[InventoryItem, ...]] = {}
         self._full = False
         self._bases = self._functions = self._files = None
@@ -98,7 +137,7 @@ class PackedInventory(Inventory):
                    ) -> PackedInventory:
         """From each file's ``file_blob``, in inventory order; ``keys`` say what each blob was
         built from, so that the next build can reuse the blobs of unchanged files."""
-        empty = cls({}, [], {}, (), {}, {}, {}, {})
+        empty = cls((), {}, {}, {}, set(), {}, {}, (), {}, 0)
         return empty.replace_files(set(), blobs, keys=keys)
 
     def replace_files(self, removed: set[str], fresh: dict[str, bytes],
@@ -106,27 +145,17 @@ class PackedInventory(Inventory):
                       ) -> PackedInventory:
         """This inventory without the files ``removed``, with the ``fresh`` blobs in place of
         (or beside) its own. Files follow ``order``, else the kept ones in their order, then
-        the fresh ones. Only the changed files' ids are counted and indexed."""
+        the fresh ones. Only the changed files' ids are counted and indexed; the others'
+        blobs are this inventory's, read from it when asked for."""
         if order is None:
-            order = [f for f in self._packed if f not in removed | set(fresh)] + list(fresh)
-        removed = removed | (set(self._packed) - set(order))  # whatever order leaves out
+            order = [f for f in self._order if f not in removed | set(fresh)] + list(fresh)
+        removed = removed | (set(self._order) - set(order))  # whatever order leaves out
         changed = removed | set(fresh)
         new_rows = {f: marshal.loads(b) for f, b in fresh.items()}
         new_ids = {f: [r[0] for r in rows if WILDCARD not in r[3]]
                    for f, rows in new_rows.items()}
-        packed: dict[str, bytes] = {}
-        ids: list[str] = []
-        spans: dict[str, tuple[int, int]] = {}
-        for f in order:
-            blob = fresh.get(f) if f in fresh else (
-                self._packed.get(f) if f not in removed else None)
-            if blob is None:
-                continue
-            these = new_ids[f] if f in fresh else self._file_ids(f)
-            packed[f] = blob
-            spans[f] = (len(ids), len(ids) + len(these))
-            ids += these
-        rank = {f: n for n, f in enumerate(packed)}
+        files = tuple(f for f in order if f in fresh or (f in self._rank and f not in removed))
+        rank = {f: n for n, f in enumerate(files)}
         placeholders = [p for p in self._placeholders if p.file not in changed]
         placeholders += [InventoryItem(*r) for rows in new_rows.values() for r in rows
                          if WILDCARD in r[3]]
@@ -135,53 +164,173 @@ class PackedInventory(Inventory):
         odd.update({r[0]: f for f, rows in new_rows.items() for r in rows
                     if not r[0].startswith(f + "::")})
 
-        removed_entries, removed_counts = _entries(
-            {f: self._file_ids(f) for f in changed if f in self._spans})
+        old_ids = {f: self._file_ids(f) for f in changed if f in self._rank}
+        removed_entries, removed_counts = _entries(old_ids)
         added, added_counts = _entries(new_ids)
         counts = Counter(self._counts)
         counts.subtract(removed_counts)
         counts.update(added_counts)
-        values = dict(self._values)
+        values: dict[str, bytes | None] = {}
+        names = set(self._value_names)
         for v in set(removed_entries) | set(added):
-            kept = [e for e in (marshal.loads(values[v]) if v in values else ())
-                    if e[0] not in changed and e[0] in spans] + added.get(v, [])
+            blob = self._value(v)
+            kept = [e for e in (marshal.loads(blob) if blob else ())
+                    if e[0] not in changed and e[0] in rank] + added.get(v, [])
             kept.sort(key=lambda e: rank[e[0]])
-            if kept:
-                values[v] = marshal.dumps(kept)
-            else:
-                values.pop(v, None)
-        new_keys = {f: k for f, k in self._keys.items() if f not in changed and f in packed}
-        new_keys.update(keys or {})
-        return PackedInventory(packed, ids, spans, placeholders,
-                               {k: n for k, n in counts.items() if n > 0}, values, odd,
-                               new_keys)
+            values[v] = marshal.dumps(kept) if kept else None
+            (names.add if kept else names.discard)(v)
+        n = self._n - sum(map(len, old_ids.values())) + sum(map(len, new_ids.values()))
+        return PackedInventory(files, dict(fresh), new_ids, values, names,
+                               {k: c for k, c in counts.items() if c > 0}, odd, placeholders,
+                               dict(keys or {}), n, parent=self)
 
     def blob_for(self, file: str, key: str) -> bytes | None:
         """The file's blob when it was built from ``key`` (the file is unchanged)."""
-        return self._packed.get(file) if self._keys.get(file) == key else None
+        return self._blob(file) if self._key(file) == key else None
+
+    # -- where each blob is -------------------------------------------------------------------
+    def _blob(self, file: str) -> bytes | None:
+        """The file's item rows (None: not a file of this inventory)."""
+        if file not in self._rank:
+            return None
+        if file in self._own_rows:
+            return self._own_rows[file]
+        if self._parent is not None:
+            return self._parent._blob(file)
+        blob: bytes | None = self._read(lambda s: s.rows[file], False, lambda: self._blob(file))
+        return blob
 
     def _file_ids(self, file: str) -> list[str]:
-        start, stop = self._spans.get(file, (0, 0))
-        return self._ids_list[start:stop]
+        if file not in self._rank:
+            return []
+        got = self._own_ids.get(file)
+        if got is None:
+            if self._parent is not None:
+                got = self._parent._file_ids(file)
+            else:
+                got = self._read(lambda s: s.rows[file] + 1, True, lambda: self._file_ids(file))
+            self._own_ids[file] = got
+        return got
 
-    # -- the cache form ---------------------------------------------------------------------
+    def _value(self, value: str) -> bytes | None:
+        if value in self._own_values:
+            return self._own_values[value]
+        if self._parent is not None:
+            return self._parent._value(value)
+        if value not in self._value_names:
+            return None
+        blob: bytes | None = self._read(lambda s: s.values[value], False,
+                                        lambda: self._value(value))
+        return blob
+
+    def _key(self, file: str) -> str | None:
+        if file not in self._rank:
+            return None
+        if self._keys is None:  # stored: all the keys are one record
+            self._keys = self._read(lambda s: s.keys, True, lambda: self._keys)
+        if file in self._keys:
+            return self._keys[file]
+        return self._parent._key(file) if self._parent is not None else None
+
+    def _read(self, record: Callable[[_Stored], int], decode: bool, again: Callable[[], Any]
+              ) -> Any:
+        """Record ``record`` of the stored file (unmarshalled when ``decode``); when it fails
+        its check, the inventory is rebuilt and the answer is ``again()``, asked of that."""
+        assert self._stored is not None
+        data = self._stored.get(record(self._stored))
+        try:
+            if data is None:
+                raise _Damaged
+            return marshal.loads(data) if decode else data
+        except (_Damaged, ValueError, EOFError, TypeError):
+            self._recover()
+            return again()
+
+    def _recover(self) -> None:
+        """Take the rebuilt inventory's contents as this one's own."""
+        if self._rebuild is None:
+            raise RuntimeError("a packed inventory file is damaged and cannot be rebuilt")
+        good = self._rebuild().materialized()
+        self._order, self._rank = good._order, good._rank
+        self._own_rows, self._own_ids = good._own_rows, good._own_ids
+        self._own_values, self._value_names = good._own_values, good._value_names
+        self._counts, self._odd, self._keys = good._counts, good._odd, good._keys
+        self._placeholders, self._n = good._placeholders, good._n
+        self._stored = self._rebuild = None
+        self._idsets.clear()
+
+    def materialized(self) -> PackedInventory:
+        """The same inventory with every blob in memory (read, and checked, now): a root of
+        its own, whatever it was built on."""
+        rows = {f: self._blob(f) or b"" for f in self._order}
+        ids = {f: self._file_ids(f) for f in self._order}
+        values: dict[str, bytes | None] = {v: self._value(v) for v in self._value_names}
+        keys = {f: k for f in self._order if (k := self._key(f)) is not None}
+        return PackedInventory(self._order, rows, ids, values, set(self._value_names),
+                               dict(self._counts), dict(self._odd), self._placeholders, keys,
+                               self._n)
+
+    # -- the cache forms ----------------------------------------------------------------------
     def state(self) -> tuple[Any, ...]:
-        """Plain data (marshal can write it) that ``from_state`` turns back into this."""
-        return (self._packed, self._ids_list, self._spans,
-                [_row(p) for p in self._placeholders], self._counts, self._values, self._odd,
-                self._keys)
+        """Plain data (marshal can write it) that ``from_state`` turns back into this: the
+        blobs, the ids and each file's span of them, the placeholders, the counts, the value
+        index, the odd ids and the keys."""
+        ids: list[str] = []
+        spans: dict[str, tuple[int, int]] = {}
+        for f in self._order:
+            these = self._file_ids(f)
+            spans[f] = (len(ids), len(ids) + len(these))
+            ids += these
+        values = {v: b for v in self._value_names if (b := self._value(v)) is not None}
+        return ({f: self._blob(f) for f in self._order}, ids, spans,
+                [_row(p) for p in self._placeholders], dict(self._counts), values,
+                dict(self._odd), {f: k for f in self._order if (k := self._key(f))})
 
     @classmethod
     def from_state(cls, state: tuple[Any, ...]) -> PackedInventory:
         packed, ids, spans, placeholders, counts, values, odd, keys = state
-        return cls(packed, ids, spans, [InventoryItem(*r) for r in placeholders], counts,
-                   values, odd, keys)
+        return cls(tuple(packed), dict(packed), {f: ids[a:b] for f, (a, b) in spans.items()},
+                   dict(values), set(values), counts, odd,
+                   [InventoryItem(*r) for r in placeholders], keys, len(ids))
+
+    def write(self, path: str, *, keep: int = 3) -> None:
+        """The records file ``open`` reads (written atomically; failures only cost speed)."""
+        values = sorted(self._value_names)
+        records: list[bytes] = []
+        for f in self._order:
+            records += [self._blob(f) or b"", marshal.dumps(self._file_ids(f))]
+        records += [self._value(v) or b"" for v in values]
+        records.append(marshal.dumps({f: k for f in self._order if (k := self._key(f))}))
+        meta = marshal.dumps((FORMAT, self._order, values, dict(self._counts),
+                              dict(self._odd), [_row(p) for p in self._placeholders], self._n))
+        write_records(path, meta, records, keep=keep)
+
+    @classmethod
+    def open(cls, path: str, rebuild: Callable[[], PackedInventory] | None = None
+             ) -> PackedInventory | None:
+        """The inventory of a ``write`` file, its blobs read when asked for; None when the
+        file is missing, its header damaged, or of another layout. ``rebuild``: what to answer
+        from when a blob turns out damaged."""
+        records = Records.open(path)
+        if records is None:
+            return None
+        try:
+            fmt, order, values, counts, odd, placeholders, n = marshal.loads(records.meta)
+            if fmt != FORMAT or len(records) != 2 * len(order) + len(values) + 1:
+                raise ValueError(fmt)
+            stored = _Stored(records, tuple(order), values)
+            return cls(tuple(order), {}, {}, {}, set(values), counts, odd,
+                       [InventoryItem(*r) for r in placeholders], None, n, stored=stored,
+                       rebuild=rebuild)
+        except Exception:  # another version's layout, or damage the seal let through
+            records.close()
+            return None
 
     # -- lazily built -------------------------------------------------------------------------
     def by_file(self, file: str) -> tuple[InventoryItem, ...]:
         got = self._loaded.get(file)
         if got is None:
-            blob = self._packed.get(file)
+            blob = self._blob(file)
             got = tuple(InventoryItem(*r) for r in marshal.loads(blob)) if blob else ()
             self._loaded[file] = got
         return got
@@ -197,28 +346,34 @@ class PackedInventory(Inventory):
         return tuple(i for i in self.by_file(base.split("::", 1)[0]) if i.base == base)
 
     def __contains__(self, nodeid: object) -> bool:
-        if self._idset is None:
-            self._idset = {*self._ids_list, *(p.nodeid for p in self._placeholders)}
-        return nodeid in self._idset
+        if not isinstance(nodeid, str):
+            return False
+        file = self._odd.get(nodeid) or nodeid.split("::", 1)[0]
+        if file in self._rank:
+            if file not in self._idsets:
+                self._idsets[file] = set(self._file_ids(file))
+            if nodeid in self._idsets[file]:
+                return True
+        return any(p.nodeid == nodeid for p in self._placeholders)
 
     def __len__(self) -> int:
-        return len(self._ids_list) + len(self._placeholders)
+        return self._n + len(self._placeholders)
 
     def files(self) -> tuple[str, ...]:
-        return tuple(self._packed)
+        return self._order
 
     def ids(self) -> list[str]:
-        return list(self._ids_list)
+        return [i for f in self._order for i in self._file_ids(f)]
 
     def param_value_counts(self) -> dict[str, int]:
         return dict(self._counts)
 
     def params_with_value(self, value: str) -> list[tuple[str, str | None]]:
-        blob = self._values.get(value)
+        blob = self._value(value)
         out: list[tuple[str, str | None]] = []
         for f, where, names in marshal.loads(blob) if blob else ():
-            start, ids = self._spans[f][0], self._ids_list
-            out += [(ids[start + p], n) for p, n in zip(where, names, strict=True)]
+            ids = self._file_ids(f)
+            out += [(ids[p], n) for p, n in zip(where, names, strict=True)]
         return out
 
     def without_files(self, files: set[str], added: Iterable[InventoryItem] = ()) -> Inventory:
@@ -231,7 +386,7 @@ class PackedInventory(Inventory):
     # -- everything else needs every item -----------------------------------------------------
     def _all(self) -> None:
         if not self._full:
-            items = [i for f in self._packed for i in self.by_file(f)]
+            items = [i for f in self._order for i in self.by_file(f)]
             self._by_id = {i.nodeid: i for i in items}
             self._items = tuple(items)
             self._full = True
@@ -258,4 +413,4 @@ class PackedInventory(Inventory):
         return super().to_json()
 
     def __repr__(self) -> str:
-        return f"Inventory({len(self)} items, {len(self._packed)} files)"
+        return f"Inventory({len(self)} items, {len(self._order)} files)"
