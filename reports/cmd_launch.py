@@ -241,10 +241,12 @@ def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_me
            else ids_from_pattern(index, pattern or "", include_pre_merge))
     selections = None
     if any(t.startswith("unittest/") and "::" in t for t, _, _ in ids):
-        from auditor.guards import GuardLocator, compute_gates
+        from auditor.guards import GuardLocator
         from testdb.inventory import build_static
+        from testdb.pipeline import pr_stages
 
-        loc = GuardLocator.build(index, compute_gates([], index.triggers),
+        # Only the selections matter here; the pipeline is that of a PR that opens nothing.
+        loc = GuardLocator.build(index, pr_stages(index.stages, index.triggers, []),
                                  build_static(index.root))
         selections = {t: loc.selections_for(t) for t, _, _ in ids}
     return plan(index, ids, run_dir or "testdb-runs", selections)
