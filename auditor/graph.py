@@ -1,19 +1,32 @@
-"""The static import graph of a checkout (networkx) and the names each test function uses."""
+"""The static import graph of a checkout (networkx) and the names each test function uses.
+
+The graph is built with networkx. Building it means walking and reading every ``.py`` file
+of the checkout, and importing networkx costs more than a warm audit's whole graph work; so
+the built graph is also kept in a plain form (each module's info and who imports it), behind
+a stat stamp of the tree (``testdb.stamp``): while no ``.py`` file or directory changed, a
+later audit of the same change reads that form and imports neither networkx nor a source.
+"""
 
 from __future__ import annotations
 
 import ast
 import gc
 import hashlib
+import marshal
 import os
 import pickle
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from auditor.behaviour import module_name
 from testdb.files import read_cache, write_cache
 from testdb.parallel import parallel_map
+from testdb.stamp import Stamp, cache_dir, code_stamp, stat_of
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
@@ -91,45 +104,73 @@ def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
 
 @dataclass
 class ImportGraph:
-    graph: nx.DiGraph[str]
+    graph: nx.DiGraph[str] | None  # None when read from the plain form
     modules: dict[str, ModuleInfo]  # by module name
     by_path: dict[str, ModuleInfo]
+    imported_by: dict[str, list[str]] = field(default_factory=dict)  # the plain form's edges
 
     def importers(self, module: str) -> dict[str, int]:
         """Modules that import ``module`` directly (1) or transitively (n), with the distance."""
+        if self.graph is None:
+            return _distances(self.imported_by, module)
         if module not in self.graph:
             return {}
+        import networkx as nx
+
         rev = self.graph.reverse(copy=False)
         dist: dict[str, int] = nx.single_source_shortest_path_length(rev, module)
         dist.pop(module, None)
         return dist
 
 
+def _distances(imported_by: dict[str, list[str]], module: str) -> dict[str, int]:
+    """``single_source_shortest_path_length`` of the reversed graph, over the plain form's
+    lists (a breadth-first search, as networkx's; here so that reading the plain form needs
+    no networkx)."""
+    if module not in imported_by:
+        return {}
+    dist = {module: 0}
+    todo = deque([module])
+    while todo:
+        m = todo.popleft()
+        for n in imported_by[m]:
+            if n not in dist:
+                dist[n] = dist[m] + 1
+                todo.append(n)
+    del dist[module]
+    return dist
+
+
 def build_graph(root: str, texts: dict[str, str] | None = None,
                 exclude: set[str] | None = None, *, use_cache: bool = True) -> ImportGraph:
     """Scan every ``.py`` file under ``root``; ``texts`` overrides contents by path and
     ``exclude`` drops files (both describe the head side of a change). Scans are cached by
-    file content, so a large checkout is parsed once."""
+    file content, so a large checkout is parsed once; the graph of an unchanged tree and the
+    same change is read from its plain form."""
+    stamp = _tree_stamp(root) if use_cache else None
+    hit = stamp.check() if stamp is not None else None
+    change = _change_key(texts, exclude)
+    if hit is not None:
+        plain = _read_plain(_plain_path(hit[1], change))
+        if plain is not None:
+            return plain
+    dirs, files = _walk(root)
     infos: dict[str, ModuleInfo | None] = {}
     cache = _GraphCache(root) if use_cache else None
     misses: list[tuple[str, bytes]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
-        reldir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        prefix = "" if reldir == "." else reldir + "/"
-        for fn in filenames:
-            if fn.endswith(".py"):
-                rel = prefix + fn
-                if (texts is not None and rel in texts) or (exclude and rel in exclude):
-                    continue
-                try:
-                    with open(os.path.join(dirpath, fn), "rb") as f:
-                        data = f.read()
-                except OSError:
-                    continue
-                infos[rel] = cache.get(rel, data) if cache else None
-                if infos[rel] is None:
-                    misses.append((rel, data))
+    digests: dict[str, str] = {}
+    for rel, full, _ in files:
+        try:
+            with open(full, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        digests[rel] = _GraphCache.digest(data).hex()
+        if (texts is not None and rel in texts) or (exclude and rel in exclude):
+            continue
+        infos[rel] = cache.get(rel, data) if cache else None
+        if infos[rel] is None:
+            misses.append((rel, data))
     # A cold checkout has thousands of modules to parse: in worker processes when that many.
     for (rel, data), info in zip(misses, parallel_map(_scan_bytes, misses), strict=True):
         infos[rel] = info
@@ -141,6 +182,20 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
     for rel, text in (texts or {}).items():
         if rel.endswith(".py"):
             scanned[rel] = scan_module(rel, text)
+    graph = _networkx_graph(scanned)
+    if stamp is not None and len(digests) == len(files):
+        tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
+                              .encode()).hexdigest()
+        _write_plain(_plain_path(tree, change), graph)
+        where = {rel: path for rel, path, _ in files}
+        stamp.write(dirs, [(path, st) for _, path, st in files],
+                    {where[r]: d for r, d in digests.items()}, {}, tree)
+    return graph
+
+
+def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:
+    import networkx as nx  # here: a warm audit reads the plain form and never imports it
+
     g: nx.DiGraph[str] = nx.DiGraph()
     modules = {i.module: i for i in scanned.values()}
     # Test files import the project by absolute name, but also by names relative to the test
@@ -156,7 +211,8 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
             target = imp if imp in modules else suffix.get(imp)
             if target and target != info.module:
                 g.add_edge(info.module, target)
-    return ImportGraph(g, modules, {i.path: i for i in scanned.values()})
+    return ImportGraph(g, modules, {i.path: i for i in scanned.values()},
+                       {n: list(g.predecessors(n)) for n in g})
 
 
 def _scan_bytes(job: tuple[str, bytes]) -> ModuleInfo:
@@ -171,8 +227,6 @@ class _GraphCache:
     VERSION = 1
 
     def __init__(self, root: str) -> None:
-        from testdb.index import cache_dir
-
         key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:24]
         self.path = os.path.join(cache_dir(), f"graph-{key}.pickle")
         self.entries: dict[str, tuple[bytes, ModuleInfo]] = {}
@@ -189,18 +243,107 @@ class _GraphCache:
             gc.enable()
 
     @staticmethod
-    def _digest(data: bytes) -> bytes:
+    def digest(data: bytes) -> bytes:
         return hashlib.blake2b(data, digest_size=16).digest()
 
     def get(self, rel: str, data: bytes) -> ModuleInfo | None:
         hit = self.entries.get(rel)
-        return hit[1] if hit and hit[0] == self._digest(data) else None
+        return hit[1] if hit and hit[0] == self.digest(data) else None
 
     def put(self, rel: str, data: bytes, info: ModuleInfo) -> None:
-        self.entries[rel] = (self._digest(data), info)
+        self.entries[rel] = (self.digest(data), info)
         self.dirty = True
 
     def save(self) -> None:
         if self.dirty:
             write_cache(self.path, pickle.dumps((self.VERSION, self.entries),
                                                 pickle.HIGHEST_PROTOCOL), keep=32)
+
+
+# ---- the plain form and the tree's stamp ---------------------------------------------------
+
+PLAIN_VERSION = 1
+
+
+def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
+                              list[tuple[str, str, tuple[int, int, int, int, int] | None]]]:
+    """The directories walked, each stat taken before it is listed, and the ``.py`` files
+    ``(rel, path, stat)``, each stat taken before it is read (what the stamp records); in
+    name order. Like ``os.walk``: links to directories are not followed."""
+    dirs, files = [], []
+    todo = [root]
+    while todo:
+        d = todo.pop()
+        dirs.append((d, stat_of(d, follow=False)))
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        sub = []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if e.name not in _SKIP_DIRS and not e.name.startswith(".") and not e.is_symlink():
+                    sub.append(e.path)
+            elif e.name.endswith(".py"):
+                rel = os.path.relpath(e.path, root).replace(os.sep, "/")
+                files.append((rel, e.path, stat_of(e.path, follow=True)))
+        todo += reversed(sub)
+    files.sort(key=lambda f: f[0])
+    return dirs, files
+
+
+def _tree_stamp(root: str) -> Stamp:
+    return Stamp(cache_dir(), ["import-graph", str(PLAIN_VERSION), str(sorted(_SKIP_DIRS)),
+                               code_stamp(os.path.dirname(os.path.abspath(__file__))),
+                               os.path.abspath(root), os.path.realpath(root)],
+                 digest=_file_digest)
+
+
+def _file_digest(path: str) -> str:
+    with open(path, "rb") as fh:
+        return _GraphCache.digest(fh.read()).hex()
+
+
+def _change_key(texts: dict[str, str] | None, exclude: Iterable[str] | None) -> str:
+    """What the head side changes: each overridden file's content, each dropped file."""
+    h = hashlib.sha256(b"change\0")
+    for rel, text in sorted((texts or {}).items()):
+        h.update(f"{rel}\0{_GraphCache.digest(text.encode('utf-8', 'surrogatepass')).hex()}\0"
+                 .encode("utf-8", "surrogatepass"))
+    h.update(b"\0exclude\0")
+    for rel in sorted(exclude or ()):
+        h.update(rel.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()
+
+
+def _plain_path(tree: str, change: str) -> str:
+    key = hashlib.sha256(f"{tree}\0{change}".encode()).hexdigest()
+    return os.path.join(cache_dir(), f"graphplain-{key}.marshal")
+
+
+def _write_plain(path: str, graph: ImportGraph) -> None:
+    infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
+    rows = {k: (i.path, i.module, i.imports, i.functions, i.imported_names)
+            for k, i in infos.items()}
+    write_cache(path, marshal.dumps((
+        PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
+        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by)), keep=4)
+
+
+def _read_plain(path: str) -> ImportGraph | None:
+    payload = read_cache(path)
+    if payload is None:
+        return None
+    try:
+        version, rows, modules, by_path, imported_by = marshal.loads(payload)
+        if version != PLAIN_VERSION:
+            return None
+        infos = {k: ModuleInfo(*r) for k, r in rows.items()}
+        return ImportGraph(None, {m: infos[k] for m, k in modules.items()},
+                           {p: infos[k] for p, k in by_path.items()}, imported_by)
+    except (ValueError, EOFError, TypeError, KeyError):
+        return None

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
-from testdb.stamp import PLAN_SCHEMA, Stamp, cache_dir, plan_stamp, testdb_code_stamp
+from testdb.stamp import PLAN_SCHEMA, Stamp, plan_stamp, testdb_code_stamp
+from testdb.stamp import cache_dir as cache_dir  # where every cache file lives (re-exported)
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry

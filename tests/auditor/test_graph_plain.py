@@ -1,0 +1,134 @@
+"""The import graph's plain cached form answers as the networkx graph, and only while it holds."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import testdb.stamp
+from auditor.graph import ImportGraph, _distances, build_graph
+from tests.conftest import EXAMPLE, REPO
+
+CREATOR = "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py"
+
+
+@pytest.fixture(autouse=True)
+def private_cache(_isolated_cache: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                  ) -> None:
+    """A cache of this test's own; no file counts as racily clean (the trees here are written
+    a moment before they are stamped), as in tests/testdb/test_stamp.py."""
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(testdb.stamp, "RACY_NS", -10**12)
+
+
+def answers(g: ImportGraph) -> tuple[object, ...]:
+    return ({m: g.importers(m) for m in sorted(g.modules)},
+            {m: (i.path, i.imports, i.functions, i.imported_names)
+             for m, i in g.modules.items()},
+            sorted(g.by_path))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_plain_search_is_networkxs(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randrange(1, 40)
+    g = nx.gnp_random_graph(n, rng.choice([0.02, 0.1, 0.3]), seed=seed, directed=True)
+    g = nx.relabel_nodes(g, {k: f"m{k}" for k in g})
+    imported_by = {v: list(g.predecessors(v)) for v in g}
+    for v in [*g, "absent"]:
+        want = (nx.single_source_shortest_path_length(g.reverse(copy=False), v)
+                if v in g else {})
+        want.pop(v, None)
+        assert _distances(imported_by, v) == want
+
+
+def example_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    shutil.copytree(EXAMPLE, root)
+    return root
+
+
+HEAD_TEXT = ("from tensorrt_llm._torch.pyexecutor import py_executor_creator\n"
+             "def create_py_executor(x):\n    return x\n")
+
+
+@pytest.mark.parametrize("change", ["none", "texts", "exclude"])
+def test_a_warm_graph_is_the_plain_form_and_answers_the_same(tmp_path: Path,
+                                                             change: str) -> None:
+    root = example_tree(tmp_path)
+    texts = {CREATOR: HEAD_TEXT} if change == "texts" else None
+    exclude = {CREATOR} if change == "exclude" else None
+    cold = build_graph(str(root), texts, exclude)
+    assert cold.graph is not None
+    warm = build_graph(str(root), texts, exclude)
+    assert warm.graph is None  # read from the plain form
+    assert answers(warm) == answers(cold) == answers(build_graph(str(root), texts, exclude,
+                                                                 use_cache=False))
+    # another change of the same tree is not answered from this one's form
+    other = build_graph(str(root), {CREATOR: HEAD_TEXT + "\n# more\n"}, None)
+    assert other.graph is not None
+
+
+@pytest.mark.parametrize("edit", ["edit", "add", "remove", "rename-dir", "new-dir"])
+def test_a_changed_tree_is_not_answered_from_the_plain_form(tmp_path: Path, edit: str) -> None:
+    root = example_tree(tmp_path)
+    build_graph(str(root))
+    assert build_graph(str(root)).graph is None
+    tests = root / "tests" / "unittest" / "_torch" / "executor"
+    victim = sorted(tests.glob("test_*.py"))[0]
+    if edit == "edit":
+        victim.write_text(victim.read_text() + "\nimport tensorrt_llm\n")
+    elif edit == "add":
+        (tests / "test_added.py").write_text("from tensorrt_llm._torch import pyexecutor\n")
+    elif edit == "remove":
+        victim.unlink()
+    elif edit == "rename-dir":
+        tests.rename(tests.with_name("executor_moved"))
+    else:
+        (root / "newpkg").mkdir()
+        (root / "newpkg" / "mod.py").write_text("import tensorrt_llm\n")
+    got = build_graph(str(root))
+    assert got.graph is not None
+    assert answers(got) == answers(build_graph(str(root), use_cache=False))
+    assert build_graph(str(root)).graph is None  # and the new tree's form is kept
+
+
+def test_a_damaged_plain_form_is_a_miss(tmp_path: Path) -> None:
+    root = example_tree(tmp_path)
+    cold = build_graph(str(root))
+    (path,) = (tmp_path / "cache").glob("graphplain-*")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    again = build_graph(str(root))
+    assert again.graph is not None and answers(again) == answers(cold)
+
+
+def test_a_warm_graph_imports_no_networkx_and_reads_no_source(tmp_path: Path) -> None:
+    root = example_tree(tmp_path)
+    env = {**os.environ, "TESTDB_CACHE_DIR": str(tmp_path / "cache")}
+    fine = "import testdb.stamp; testdb.stamp.RACY_NS = -10**12\n"  # as the fixture does
+    warm_up = fine + f"from auditor.graph import build_graph; build_graph({str(root)!r})"
+    subprocess.run([sys.executable, "-c", warm_up], env=env, check=True, cwd=REPO)
+    probe = fine + (
+        "import builtins, sys\n"
+        "opened = []\n"
+        "real = builtins.open\n"
+        "def spy(f, *a, **k):\n"
+        "    opened.append(str(f))\n"
+        "    return real(f, *a, **k)\n"
+        "builtins.open = spy\n"
+        "from auditor.graph import build_graph\n"
+        f"g = build_graph({str(root)!r})\n"
+        f"print(g.graph is None, 'networkx' in sys.modules, "
+        f"[f for f in opened if f.startswith({str(root)!r})])\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, check=True, cwd=REPO,
+                         capture_output=True, text=True).stdout
+    assert out.split() == ["True", "False", "[]"]
