@@ -13,7 +13,7 @@ from auditor.evidence import Evidence, parameter_rank, parameter_reason, stronge
 from auditor.graph import ImportGraph, build_graph
 from auditor.guards import _ORDER, GuardLocator
 from auditor.model import TIERS, Guard
-from auditor.verdict import Decision, decide, thin_guard
+from auditor.verdict import Decision, combine, decide, thin_guard
 from testdb.botcmd import BotCommand
 from testdb.pipeline import pr_stages
 
@@ -68,6 +68,8 @@ class Auditor(Candidates):
         self._module_tier: dict[tuple[str, int | None], list[Evidence]] = {}
         self._module_counts: dict[str, int] = {}
         self._module_judgements: dict[str, Judgement] = {}
+        self._file_parts: dict[str, tuple[Decision, list[tuple[int, str]], frozenset[str]]] = {}
+        self._effective: dict[str, str] = {}
 
     # ---- the judgement -----------------------------------------------------------------------
     def judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
@@ -76,8 +78,7 @@ class Auditor(Candidates):
         specific = self.specific_links(b, changed_test_ids)
         if not specific:
             if b.module not in self._module_judgements:
-                module = self.module_links(b.module)
-                self._module_judgements[b.module] = self.judge_links(module)
+                self._module_judgements[b.module] = self._module_judgement(b.module)
             return self._module_judgements[b.module]
         return self.judge_links([*specific, *self.module_links(b.module, CONTEXT_GUARDS)],
                                 {"module": self._module_count(b.module)})
@@ -95,13 +96,54 @@ class Auditor(Candidates):
                 links = strongest(by_tier[tier])
                 all_counts[tier] = (counts or {}).get(tier, len(links))
                 guards[tier] = [self.guard(e) for e in self._shown(links)]
-        stages = sorted({r.stage for t in decision.not_pre_merge for r in self.runs_of(t)[2]
-                         if not r.waived and r.kind != "qa"})
-        return Judgement(decision, guards, all_counts, stages)
+        return Judgement(decision, guards, all_counts, sorted(self._stages(decision)))
+
+    def _stages(self, decision: Decision) -> set[str]:
+        """The CI stages that run the deciding guards that do not run pre-merge."""
+        return {r.stage for t in decision.not_pre_merge for r in self.runs_of(t)[2]
+                if not r.waived and r.kind != "qa"}
+
+    def _module_judgement(self, module: str) -> Judgement:
+        """The module tier deciding: thousands of links, judged test file by test file (a
+        file's links recur in every module it imports) and combined (``combine`` is exact:
+        no test is in two files)."""
+        files = self._module_files(module)
+        parts = [self._file_part(fid) for _, fid in files]
+        decision = combine(p[0] for p in parts)
+        top = heapq.nsmallest(MAX_SHOWN_GUARDS, ((*key, dist) for (dist, _), p in
+                                                 zip(files, parts, strict=True) for key in p[1]))
+        shown = sorted((self._module_link(tid, dist) for _, tid, dist in top),
+                       key=lambda e: e.test_id)
+        guards = {"module": [self.guard(e) for e in shown]} if shown else {}
+        counts = {"module": self._module_count(module)} if shown else {}
+        return Judgement(decision, guards, counts, sorted(set().union(*(p[2] for p in parts))))
+
+    def _file_part(self, file_id: str
+                   ) -> tuple[Decision, list[tuple[int, str]], frozenset[str]]:
+        """One test file's module-tier links judged once, whatever module reaches it: their
+        decision (links without the distance, which differs per module), the ids worth
+        showing (with their verdict's order: pre-merge first), and the stages of those not
+        pre-merge."""
+        if file_id not in self._file_parts:
+            links = [Evidence(t, "module", 1, "imports the changed module")
+                     for t in self.items_of(file_id, "")]
+            d = decide(links, self.effective)
+            top = heapq.nsmallest(MAX_SHOWN_GUARDS, ((_ORDER.get(self.effective(e.test_id), 99),
+                                                      e.test_id) for e in d.deciding))
+            self._file_parts[file_id] = (d, top, frozenset(self._stages(d)))
+        return self._file_parts[file_id]
+
+    def _module_files(self, module: str) -> list[tuple[int, str]]:
+        """(distance, test file id) of every test module importing ``module``, nearest first."""
+        return [(dist, self.module_file_id(mod) or "") for mod, dist in
+                sorted(self.test_importers(module)[0].items(), key=lambda kv: (kv[1], kv[0]))]
 
     def effective(self, test_id: str) -> str:
         """The verdict of one test for this change (its schedule, the gates this PR opens)."""
-        return self.runs_of(test_id)[1]
+        v = self._effective.get(test_id)
+        if v is None:
+            v = self._effective[test_id] = self.runs_of(test_id)[1]
+        return v
 
     def _shown(self, links: list[Evidence]) -> list[Evidence]:
         """The links worth a Guard record: all, or the strongest and pre-merge ones first."""

@@ -57,3 +57,20 @@ def thin_guard(d: Decision) -> int:
     if not d.pre_merge or not all(t.startswith("unittest/") for t in d.pre_merge):
         return 0
     return sum(1 for t in d.not_pre_merge if not t.startswith("unittest/"))
+
+
+def combine(parts: Iterable[Decision]) -> Decision:
+    """``decide`` over the union of several parts' links, from the parts' own decisions, when
+    no test is in two parts (a module tier judged test file by test file)."""
+    parts = list(parts)
+    invalid = tuple(t for p in parts for t in p.invalid)
+    levels = {p.level for p in parts}
+    level = next((lv for lv in LEVELS if lv in levels), None)
+    if level is None:
+        return Decision(None, "unguarded", invalid=invalid)
+    top = [p for p in parts if p.level == level]
+    deciding = sorted((e for p in top for e in p.deciding), key=lambda e: e.test_id)
+    pre = set().union(*(p.pre_merge for p in top))
+    return Decision(level, best([p.verdict for p in top]), tuple(deciding),
+                    tuple(e.test_id for e in deciding if e.test_id in pre),
+                    tuple(e.test_id for e in deciding if e.test_id not in pre), invalid)

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from auditor.evidence import LEVELS, STRENGTH, Evidence, Level
-from auditor.verdict import Decision, decide, thin_guard
+from auditor.verdict import Decision, combine, decide, thin_guard
 
 # Every evidence level, most specific first, with its strength: the rule as a table.
 TABLE = [
@@ -98,3 +98,20 @@ def test_one_link_per_test_and_level() -> None:
 ])
 def test_thin_guard(found: dict[str, str], thin: int) -> None:
     assert thin_guard(decide([link("parameter", 1, t) for t in found], verdicts(**found))) == thin
+
+
+@pytest.mark.parametrize("split", [1, 2, 3])
+def test_combine_equals_deciding_the_union(split: int) -> None:
+    """The module tier is judged file by file and combined: the same answer as one decide."""
+    found = {"unittest/a": "pre-merge", "b": "gated", "c": "invalid", "d": "post-merge-only",
+             "e": "pre-merge", "f": "qa-only"}
+    levels = {"unittest/a": ("module", 1), "b": ("module", 1), "c": ("symbol", 1),
+              "d": ("declared", 1), "e": ("module", 1), "f": ("declared", 1)}
+    ev = [link(*levels[t], t) for t in found]
+    parts = [ev[i::split] for i in range(split)]
+    whole = decide(ev, verdicts(**found))
+    assert combine(decide(p, verdicts(**found)) for p in parts) == Decision(
+        whole.level, whole.verdict, whole.deciding, whole.pre_merge, whole.not_pre_merge,
+        tuple(sorted(whole.invalid)))
+    assert whole.level == Level("declared") and whole.verdict == "post-merge-only"
+    assert combine([]) == Decision(None, "unguarded")
