@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from typing import Any
 
@@ -9,7 +10,7 @@ import click
 
 from reports.common import dump_json, format_option, paint, use_colour
 from testdb import __version__
-from testdb.errors import EXIT_FINDINGS, Severity
+from testdb.errors import EXIT_FINDINGS, Severity, UsageError
 
 _RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -32,9 +33,15 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
       testdb --root data/trtllm lint
       testdb --root ~/TensorRT-LLM lint --format sarif > lint.sarif
     """
-    from testdb.lint import LINT_SCHEMA, sarif
+    from testdb.lint import LINT_SCHEMA, RULES, sarif
     from testdb.lint import lint as run_lint
 
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], list(RULES), n=1)
+        raise UsageError(f"unknown lint rule {unknown[0]!r}"
+                         + (f" (did you mean {near[0]}?)" if near else ""),
+                         hint=f"valid rules: {', '.join(RULES)}")
     index = opts.index()
     inv = None
     if inventory:

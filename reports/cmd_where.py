@@ -7,14 +7,9 @@ from typing import Any
 
 import click
 
-from reports.common import (
-    dump_json,
-    format_option,
-    report_diagnostics,
-    require_test_lists,
-    use_colour,
-)
+from reports.common import dump_json, format_option, report_diagnostics, use_colour
 from reports.render_where import where_json, where_markdown, where_text
+from testdb.errors import Diagnostic, Severity, UsageError
 
 
 @click.command()
@@ -25,13 +20,24 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
     """Which stages run PATTERN, per parametrization, and does it run before merge?
 
     PATTERN is an exact node id, a node id without [params] (all its parametrizations),
-    a Class::function or function name, or a glob with * and ?.
+    a Class::function or function name, or a glob with * and ?. With test sources in the
+    checkout, every parametrization of a matching function is shown: listed ones with their
+    verdict, unlisted ones as unscheduled, listed names that name no test as invalid.
 
     \b
     Examples:
       testdb --root data/trtllm where 'TestLlama3_1_8BInstruct::test_chunked_prefill'
       testdb --root data/trtllm where 'accuracy/test_llm_api_pytorch.py::*::test_fp8*' --format json
     """
+    from testdb.whole import INTEGRATION_DIR, has_test_sources
+
+    inventory = None
+    # Listed ids are checked against integration sources (unit tests go through their
+    # selections below): without them, no inventory is loaded.
+    if has_test_sources(opts.root, (INTEGRATION_DIR,)):
+        from testdb.inventory import build_static
+
+        inventory = build_static(opts.root)
     unit_ids = _unit_tests_named(opts.root, pattern)
     if unit_ids:
         # Unit tests are found through the selections that select them: that needs the
@@ -41,25 +47,53 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         from testdb.query import where as where_query
 
         index = opts.index()
-        records = [test_record(t) for t in where_query(index, pattern, build_static(index.root),
-                                                       unit_ids)]
+        inventory = inventory if inventory is not None else build_static(index.root)
+        records = [test_record(t) for t in where_query(index, pattern, inventory, unit_ids)]
         diagnostics = list(index.diagnostics)
+        listed: list[str] = list(index.schedule.placements)
     else:
         from testdb.index import locate
-        from testdb.query import where_records
+        from testdb.query import where_lookup
 
         plan = locate(opts.root, stages=opts.stages, triggers=opts.triggers,
                       platform_facts=opts.platform_facts, use_cache=opts.use_cache)
-        require_test_lists(plan.src, opts.root)
-        records, diagnostics = where_records(plan, pattern, use_cache=opts.use_cache)
+        got = where_lookup(plan, pattern, use_cache=opts.use_cache)
+        records, diagnostics, listed = got.records, got.diagnostics, got.listed
+    from testdb.whole import did_you_mean, unbalanced, whole_functions
+
+    records = whole_functions(records, pattern, inventory)
+    nearest: list[str] = []
+    if not records:
+        if unbalanced(pattern):
+            raise UsageError(f"the pattern {pattern!r} has an unbalanced '['",
+                             hint="close it (a node id ends in [params]) and quote the "
+                                  "pattern for the shell")
+        ids = listed + (inventory.ids() if inventory is not None else [])
+        nearest = did_you_mean(ids, pattern)
     if fmt == "json":
-        click.echo(dump_json(where_json(pattern, records)))
+        click.echo(dump_json(where_json(pattern, records, nearest)))
     elif fmt == "markdown":
-        click.echo(where_markdown(pattern, records))
+        click.echo(where_markdown(pattern, records, nearest))
     else:
-        click.echo(where_text(records, colour=use_colour()))
-    rc = report_diagnostics(diagnostics, quiet_warnings=True)
+        click.echo(where_text(records, colour=use_colour(), nearest=nearest))
+    rc = report_diagnostics(_durations_as_warnings(diagnostics),
+                            quiet_warnings=True)
+    for d in diagnostics:
+        if _is_durations(d):
+            click.echo(f"{d.loc}: warning: {d.message}; shard numbers assume unknown durations",
+                       err=True)
     return rc or (0 if records else 1)
+
+
+def _is_durations(d: Diagnostic) -> bool:
+    return d.loc.path.endswith(".test_durations")
+
+
+def _durations_as_warnings(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """A broken ``.test_durations`` leaves every answer standing (only shard estimates use
+    it): ``where`` prints it as a warning, with exit 0, instead of failing the query."""
+    return [Diagnostic(d.loc, Severity.WARNING, d.message, d.rule) if _is_durations(d) else d
+            for d in diagnostics]
 
 
 def _unit_tests_named(root: str, pattern: str) -> list[str]:

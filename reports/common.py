@@ -15,7 +15,8 @@ from testdb.errors import EXIT_BAD_INPUT, Diagnostic, Severity
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 VERDICT_COLOURS = {"pre-merge": "green", "gated": "yellow", "post-merge-only": "red",
-                   "qa-only": "magenta", "waived": "bright_black", "unscheduled": "red"}
+                   "qa-only": "magenta", "waived": "bright_black", "unscheduled": "red",
+                   "invalid": "red"}
 
 
 def format_option(*choices: str) -> Callable[[_F], _F]:

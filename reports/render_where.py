@@ -7,18 +7,39 @@ from typing import Any
 
 from reports.common import VERDICT_COLOURS, paint
 
-WHERE_SCHEMA = "testdb-audit/where@1"
-_LISTS = "tests/integration/test_lists/"
+WHERE_SCHEMA = "testdb-audit/where@2"
 
 
 def short(path: str) -> str:
-    return path[len(_LISTS):] if path.startswith(_LISTS) else path
+    """Paths are printed as they are recorded: relative to the checkout root, the spelling
+    ``audit`` and ``lint`` use, which an editor or terminal opens as ``path:line``."""
+    return path
 
 
-def where_json(pattern: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """``records`` are ``testdb.query.test_record`` dicts (the text and markdown views read
-    the same records, so every view shows the same facts)."""
-    return {"schema": WHERE_SCHEMA, "pattern": pattern, "tests": records}
+def where_json(pattern: str, records: list[dict[str, Any]],
+               nearest: list[str] | None = None) -> dict[str, Any]:
+    """``records`` are ``testdb.query.test_record`` dicts, checked by
+    ``testdb.whole.whole_functions`` (the text and markdown views read the same records, so
+    every view shows the same facts)."""
+    from testdb.whole import not_checked_reason, verdict_counts
+
+    return {"schema": WHERE_SCHEMA, "pattern": pattern, "summary": verdict_counts(records),
+            "not_checked": not_checked_reason(records), "did_you_mean": list(nearest or []),
+            "tests": records}
+
+
+def summary_line(tests: list[dict[str, Any]]) -> str:
+    """``4 parametrizations of 1 function: pre-merge 1, unscheduled 2, invalid 1``."""
+    from testdb.whole import verdict_counts
+
+    functions = len({_head_params(t["id"])[0] for t in tests})
+    counts = ", ".join(f"{v} {n}" for v, n in verdict_counts(tests).items())
+    return (f"{len(tests)} parametrization{'s' * (len(tests) != 1)} of {functions} "
+            f"function{'s' * (functions != 1)}: {counts}")
+
+
+def _no_match(nearest: list[str] | None) -> str:
+    return "no test matches" + (f"; did you mean {', '.join(nearest)}?" if nearest else "")
 
 
 def _head_params(test_id: str) -> tuple[str, str]:
@@ -26,16 +47,24 @@ def _head_params(test_id: str) -> tuple[str, str]:
     return (test_id, "") if b < 0 else (test_id[:b], test_id[b:])
 
 
-def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 100) -> str:
+def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 100,
+               nearest: list[str] | None = None) -> str:
     if not tests:
-        return "no test matches"
-    out: list[str] = []
+        return _no_match(nearest)
+    from testdb.whole import not_checked_reason
+
+    out: list[str] = [summary_line(tests)]
+    unchecked = not_checked_reason(tests)
+    if unchecked:
+        out[0] += f" ({unchecked})"
     for head, group in groupby(tests, key=lambda t: _head_params(t["id"])[0]):
         out.append(paint(head, None, colour, bold=True))
         for t in group:
             params = _head_params(t["id"])[1] or "(no parameters)"
             v = paint(t["verdict"].upper(), VERDICT_COLOURS.get(t["verdict"]), colour, bold=True)
-            out.append(f"  {params}  {v}" + (f"  (via {t['via']})" if t.get("via") else ""))
+            out.append(f"  {params}  {v}" + (f"  (via {t['via']})" if t.get("via") else "")
+                       + _note(t))
+            out.extend(_check_lines(t))
             qa = []
             for p in t["placements"]:
                 if p["kind"] == "qa":
@@ -45,12 +74,15 @@ def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 1
                 term = p["stage_term"] or "any stage"
                 out.append(f"    {short(p['path'])}:{p['line']}  block :{p['block_line']} "
                            f"{term}  context {p['context']}")
+                if t["verdict"] == "invalid":
+                    continue  # CI ignores the line: no stage runs it
                 if not p["stages"]:
                     out.append("      " + paint("no stage runs this block", "red", colour))
                 w = max((len(r["name"]) for r in p["stages"]), default=0)
                 for r in p["stages"]:
                     line = (f"      {r['name']:<{w}}  shard {r['shard']}/{r['splits']}  "
-                            f"{paint(r['class'], VERDICT_COLOURS.get(r['verdict']), colour)}")
+                            f"{paint(r['class'], VERDICT_COLOURS.get(r['verdict']), colour)}"
+                            + _why(r))
                     if r["waived_by"]:
                         line += "  WAIVED " + ", ".join(f"{short(x['path'])}:{x['line']}"
                                                         for x in r["waived_by"])
@@ -60,6 +92,43 @@ def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 1
             if qa:
                 out.extend(_wrap("    QA: ", qa, width))
     return "\n".join(out)
+
+
+def _note(t: dict[str, Any]) -> str:
+    """What the verdict word means when it needs saying: invalid, unlisted, unchecked."""
+    check = t.get("check") or {}
+    if t["verdict"] == "invalid":
+        return "  names no test in this checkout; CI ignores it"
+    if t.get("listed") is False:
+        return f"  {check.get('reason', '')} (defined at {_at(t['defined_at'])})"
+    if check.get("status") == "not-checked" and "no test sources" not in check.get("reason", ""):
+        return f"  ({check['reason']})"
+    return ""
+
+
+def _check_lines(t: dict[str, Any]) -> list[str]:
+    check = t.get("check") or {}
+    if t["verdict"] != "invalid":
+        return []
+    why = str(check.get("reason", "")).split(": ", 1)[-1]
+    lines = [f"    {why}"] if why else []
+    head = _head_params(t["id"])[0]
+    near = [n[len(head):] if n.startswith(head + "[") else n for n in check.get("nearest", [])]
+    for i, n in enumerate(near):  # the same function's ids as their [params], one a line
+        lead = "    did you mean " if i == 0 else "                 "
+        more = f" (and {check['more']} more)" if check.get("more") and i == len(near) - 1 else ""
+        lines.append(f"{lead}{n}{more}" + ("?" if i == len(near) - 1 else ""))
+    return lines
+
+
+def _at(loc: dict[str, Any]) -> str:
+    return f"{loc['path']}:{loc['line']}"
+
+
+def _why(r: dict[str, Any]) -> str:
+    """Which gates open a gated stage (testdb.pipeline); the other classes say it all."""
+    why = str(r.get("why") or "").removeprefix("gated: ")
+    return f" ({why})" if why and r["class"] == "gated" else ""
 
 
 def _wrap(lead: str, items: list[str], width: int) -> list[str]:
@@ -74,16 +143,29 @@ def _wrap(lead: str, items: list[str], width: int) -> list[str]:
     return lines
 
 
-def where_markdown(pattern: str, tests: list[dict[str, Any]]) -> str:
+def where_markdown(pattern: str, tests: list[dict[str, Any]],
+                   nearest: list[str] | None = None) -> str:
     out = [f"### `testdb where {pattern}`", ""]
     if not tests:
-        return "\n".join([*out, "No test matches."])
-    out += ["| test | verdict | stages (shard) | lines |", "|---|---|---|---|"]
+        return "\n".join([*out, _no_match([f"`{n}`" for n in nearest or []]).capitalize()
+                          + "."])
+    from testdb.whole import not_checked_reason
+
+    unchecked = not_checked_reason(tests)
+    out += [summary_line(tests) + (f" ({unchecked})" if unchecked else "") + ".", "",
+            "| test | verdict | stages (shard) | lines |", "|---|---|---|---|"]
     for t in tests:
         stages = sorted({f"{r['name']} ({r['shard']}/{r['splits']}, {r['class']}"
                          + (", waived" if r["waived_by"] else "") + ")"
                          for p in t["placements"] for r in p["stages"]})
         lines = [f"{short(p['path'])}:{p['line']}" for p in t["placements"]]
-        out.append(f"| `{t['id']}` | **{t['verdict']}** | {'<br>'.join(stages) or '-'} | "
+        if t.get("listed") is False:
+            lines = [f"defined at {_at(t['defined_at'])}"]
+        verdict = f"**{t['verdict']}**"
+        if t["verdict"] == "invalid":
+            near = (t.get("check") or {}).get("nearest") or []
+            verdict += " (CI ignores it" + (
+                "; did you mean " + ", ".join(f"`{n}`" for n in near) if near else "") + ")"
+        out.append(f"| `{t['id']}` | {verdict} | {'<br>'.join(stages) or '-'} | "
                    f"{', '.join(lines)} |")
     return "\n".join(out)

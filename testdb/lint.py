@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from testdb.errors import Severity, SourceLoc
 from testdb.index import Index
+from testdb.names import INVALID, NameCheck, NameChecker
 from testdb.schedule import full_waive_applies, verdict_for
 
 LINT_SCHEMA = "testdb-audit/lint@1"
@@ -21,7 +21,7 @@ RULES = {
     "unreached-block": "a block no stage's facts match",
     "unreached-context": "a context no stage runs",
     "missing-context": "a stage whose context exists in no test-db file",
-    "dark-parametrization": "a test in the inventory that no list names",
+    "dark-parametrization": "tests in the inventory that no list names (one finding a function)",
     "half-guarded-function": "a function with some parametrizations pre-merge, others post-merge",
     "input": "a problem found while reading the inputs",
 }
@@ -35,17 +35,11 @@ class LintFinding:
     message: str
 
 
-def _nearest(name: str, candidates: list[str], n: int = 3) -> list[str]:
-    # Compare within the same file first: most mistakes are a wrong parameter or function.
-    file = name.split("::", 1)[0]
-    pool = [c for c in candidates if c.startswith(file + "::")] or candidates
-    return difflib.get_close_matches(name, pool, n=n, cutoff=0.6)
-
-
 def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
     out: list[LintFinding] = []
     add = out.append
     sched = index.schedule
+    names = NameChecker(inventory) if inventory is not None and len(inventory) else None
     for d in index.diagnostics:
         add(LintFinding(d.loc, "input", d.severity, d.message))
     # duplicates within one context / one QA list
@@ -68,6 +62,7 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
     active = [s for s in index.stages if not s.disabled]
     gpu_types = {s.gpu_type for s in active}
     seen_w: dict[tuple[str | None, str], SourceLoc] = {}
+    stale: dict[SourceLoc, list[str]] = {}
     for w in index.waives:
         key = (w.gpu_prefix, w.test)
         if key in seen_w:
@@ -81,9 +76,7 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
                             f"exact node ids only, so none of its {listed_params[w.test]} listed "
                             "parametrization(s) is waived; waive each `[params]` id instead"))
         elif w.test not in listed:
-            add(LintFinding(w.loc, "unmatched-waive", Severity.INFO,
-                            f"waive of {w.test} matches no entry of any list; the test may have "
-                            "been renamed or removed: fix the id or delete the waive"))
+            stale.setdefault(w.loc, []).append(w.test)  # one finding per line, below
         if w.gpu_prefix and active and not any(
                 full_waive_applies(w.gpu_prefix, w.ci_node_id, s.name) for s in active):
             add(LintFinding(w.loc, "unknown-gpu-prefix", Severity.WARNING,
@@ -91,6 +84,8 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
                             "first name token in it to the stage name and needs the item's own "
                             f"id back; known: {', '.join(sorted(gpu_types)[:8])}...); "
                             "this waive applies nowhere in L0"))
+    for loc, tests in stale.items():
+        add(LintFinding(loc, "unmatched-waive", Severity.INFO, _stale_waives(tests, names)))
     # reachability
     for block in sched.unreached_blocks:
         if block.context in {c.name for c in sched.unreached_contexts}:
@@ -122,36 +117,76 @@ def lint(index: Index, inventory: Any = None) -> list[LintFinding]:
                             f"{base}: {len(post)} parametrization(s) run only post-merge "
                             f"({', '.join(post[:3])}{'...' if len(post) > 3 else ''}) while "
                             "others run pre-merge"))
-    if inventory is not None and len(inventory):
-        out += _inventory_rules(index, inventory)
-    return sorted(out, key=lambda f: (-f.severity.rank, f.loc, f.rule))
+    if names is not None:
+        out += _inventory_rules(index, inventory, names)
+    return sorted(one_per_place(out), key=lambda f: (-f.severity.rank, f.loc, f.rule))
 
 
-def _inventory_rules(index: Index, inventory: Any) -> list[LintFinding]:
+def one_per_place(findings: list[LintFinding]) -> list[LintFinding]:
+    """One finding per (rule, place): a line holding several entries (a waives.txt line may)
+    gets one finding, its distinct messages joined, at the worst of their severities."""
+    groups: dict[tuple[str, SourceLoc], list[LintFinding]] = {}
+    for f in findings:
+        groups.setdefault((f.rule, f.loc), []).append(f)
+    out = []
+    for (rule, loc), fs in groups.items():
+        messages = list(dict.fromkeys(f.message for f in fs))
+        worst = max((f.severity for f in fs), key=lambda s: s.rank)
+        out.append(fs[0] if len(fs) == 1 else LintFinding(loc, rule, worst, "; ".join(messages)))
+    return out
+
+
+def _stale_waives(tests: list[str], names: NameChecker | None) -> str:
+    """The message for one waives.txt line whose waives match no entry of any list."""
+    tests = list(dict.fromkeys(tests))
+    if len(tests) > 1:
+        return (f"waives of {', '.join(tests)} ({len(tests)} on this line) match no entry of "
+                "any list; the tests may have been renamed or removed: fix the ids or delete "
+                "the waives")
+    check = names.check(tests[0]) if names is not None else None
+    if check is not None and check.status == INVALID:
+        return (f"waive of {tests[0]} matches no entry of any list and {check.reason}"
+                f"{did_you_mean(check)}")
+    return (f"waive of {tests[0]} matches no entry of any list; the test may have been renamed "
+            "or removed: fix the id or delete the waive")
+
+
+def did_you_mean(check: NameCheck) -> str:
+    """``; did you mean A, B?`` from a name check's nearest ids (empty without any)."""
+    if not check.nearest:
+        return ""
+    more = f" (and {check.more} more)" if check.more else ""
+    return f"; did you mean {', '.join(check.nearest)}{more}?"
+
+
+def _inventory_rules(index: Index, inventory: Any, names: NameChecker) -> list[LintFinding]:
     out: list[LintFinding] = []
-    ids = {i.nodeid for i in inventory if not i.is_placeholder}
-    indeterminate = {i.base for i in inventory if i.indeterminate}
-    files = {i.file for i in inventory}
-    candidates = sorted(ids)
     for tid, pls in index.schedule.placements.items():
-        e = pls[0].entry
-        if e.kind != "nodeid" or tid in ids or e.node is None:
+        if pls[0].entry.kind != "nodeid":
             continue
-        if e.node.base in indeterminate or e.node.file not in files:
-            continue  # cannot be checked: computed ids, or a file outside the inventory
-        near = _nearest(tid, candidates)
-        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        check = names.check(tid)
+        if check.status != INVALID:
+            continue  # valid, or not checkable here (computed ids, no sources)
         for p in pls:
             out.append(LintFinding(p.entry.loc, "unknown-test", Severity.ERROR,
-                                   f"{tid} is not a test of the inventory{hint}"))
-    listed = set(index.schedule.placements)
+                                   f"{tid} {check.reason}{did_you_mean(check)}"))
+    listed = index.schedule.placements
+    dark: dict[str, list[Any]] = {}  # function id -> its unlisted items (one place: its def)
     for item in inventory:
         if item.is_placeholder or item.indeterminate or item.nodeid in listed:
             continue
         if item.nodeid.startswith("unittest/"):
             continue  # unit tests run through selections, not by id
-        out.append(LintFinding(item.loc, "dark-parametrization", Severity.INFO,
-                               f"{item.nodeid} is in no test list: it never runs in CI"))
+        dark.setdefault(item.base, []).append(item)
+    for base, items in dark.items():
+        if len(items) == 1:
+            text = f"{items[0].nodeid} is in no test list: it never runs in CI"
+        else:
+            params = [i.nodeid[len(base):] for i in items]
+            text = (f"{base}: {len(items)} parametrizations are in no test list "
+                    f"({', '.join(params[:3])}{', ...' if len(params) > 3 else ''}): they "
+                    "never run in CI")
+        out.append(LintFinding(items[0].loc, "dark-parametrization", Severity.INFO, text))
     return out
 
 

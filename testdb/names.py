@@ -37,7 +37,9 @@ NOT_CHECKED_MEANING = "not checked against sources"
 MAX_SUGGESTIONS = 3
 MAX_CANDIDATES = 500  # ids of one function ranked per name (CI caps its candidates too)
 NAME_CUTOFF = 0.6  # difflib ratio below which a function or class name is not suggested
-PARAM_CUTOFF = 0.5  # ... and a parameter id, unless it differs in one piece only
+# A parameter id sharing no piece and no parameter name is suggested only this close: about
+# CI's MAX_TEST_PARAMETER_EDIT_DISTANCE (12), measured as (1 - difflib ratio) x length.
+PARAM_DISTANCE = 12
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class _File:
     """One test file's items, grouped: function id -> its ids (``[params]`` or the bare id)."""
 
     functions: dict[str, list[str]] = field(default_factory=dict)
+    ids: set[str] = field(default_factory=set)
     indeterminate: set[str] = field(default_factory=set)
     placeholders: list[str] = field(default_factory=list)  # fnmatch patterns of bases
     _classes: dict[tuple[str, ...], list[str]] | None = None
@@ -87,7 +90,7 @@ def _names(pieces: Counter[str]) -> set[str]:
 def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
     """The ``[params]`` strings of ``candidates`` closest to ``params``: fewest differing
     ``-`` pieces first, then most parameter names in common, then source order. A candidate
-    sharing no piece and no parameter name must reach ``PARAM_CUTOFF`` (difflib's ratio)."""
+    sharing no piece and no parameter name must be within ``PARAM_DISTANCE``."""
     want = _pieces(params)
     want_names = _names(want)
     scored: list[tuple[int, int, float, int, str]] = []
@@ -98,7 +101,7 @@ def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS
         ratio = 0.0
         if not names and not want & got:
             ratio = difflib.SequenceMatcher(None, params, c, autojunk=False).ratio()
-            if ratio < PARAM_CUTOFF:
+            if (1 - ratio) * max(len(params), len(c)) > PARAM_DISTANCE:
                 continue
         scored.append((diff, -names, -ratio, n, c))
     return [s[-1] for s in sorted(scored)[:limit]]
@@ -146,6 +149,7 @@ class NameChecker:
                         g.placeholders.append(item.base)
                     continue
                 g.functions.setdefault(item.base, []).append(item.nodeid)
+                g.ids.add(item.nodeid)
                 if item.indeterminate:
                     g.indeterminate.add(item.base)
         return g
@@ -161,13 +165,13 @@ class NameChecker:
             return NameCheck(test_id, INVALID,
                              f"{INVALID_MEANING}: no test file {node.file}")
         g = self.group(node.file)
+        if test_id in g.ids and node.base not in g.indeterminate:
+            return NameCheck(test_id, VALID)
         if node.base in g.indeterminate or any(fnmatch.fnmatchcase(node.base, p)
                                                for p in g.placeholders):
             return NameCheck(test_id, NOT_CHECKED, f"{NOT_CHECKED_MEANING}: the ids of "
                              f"{node.qualname} are computed at run time")
         ids = g.functions.get(node.base)
-        if ids is not None and test_id in ids:
-            return NameCheck(test_id, VALID)
         if ids is not None:
             return self._wrong_params(test_id, node, ids)
         return self._wrong_function(test_id, node, g)

@@ -70,15 +70,21 @@ def test_where_text_shows_the_canonical_answer() -> None:
     r = invoke(*ROOT, "where", "TestLlama3_1_8BInstruct::test_chunked_prefill")
     assert r.return_value == 0
     text = r.output
-    assert text.startswith(CHUNKED + "\n")
+    summary, rest = text.split("\n", 1)
+    # The summary first (counts per verdict), saying the ids were not checked: no sources.
+    assert summary == ("6 parametrizations of 1 function: pre-merge 1, gated 1, qa-only 3, "
+                       "waived 1 (not checked against sources: no test sources in this checkout)")
+    assert rest.startswith(CHUNKED + "\n")
     fi = text.split("[attn_backend=FLASHINFER]")[1].split("\n  [")[0]
     trt = text.split("[attn_backend=TRTLLM]")[1].split("\n  [")[0]
     assert fi.startswith("  GATED") and trt.startswith("  PRE-MERGE")
-    assert re.search(r"test-db/l0_h100\.yml:\d+ +block :\d+ post_merge", fi)
+    # Paths as audit and lint print them: relative to the checkout root, openable as path:line.
+    assert re.search(r"^    tests/integration/test_lists/test-db/l0_h100\.yml:\d+ +block :\d+ "
+                     r"post_merge", fi, re.M)
     assert re.search(r"test-db/l0_dgx_h100\.yml:\d+ +block :\d+ pre_merge", fi)
-    assert re.search(r"DGX_H100-4_GPUs-PyTorch-\S+ +shard \d+/\d+ +gated \(started by a "
-                     r"change on the multi-GPU path list or --add-multi-gpu-test\)", fi)
-    assert "QA: qa/" in fi
+    assert re.search(r"DGX_H100-4_GPUs-PyTorch-\S+ +shard \d+/\d+ +gated "
+                     r"\(multi-GPU path list, --add-multi-gpu-test\)", fi)
+    assert "QA: tests/integration/test_lists/qa/" in fi
     assert re.search(r"test-db/l0_h100\.yml:\d+ +block :\d+ pre_merge", trt)
     assert re.search(r"DGX_H100-PyTorch-\d +shard \d+/\d+ +pre-merge", trt)
 
@@ -86,7 +92,8 @@ def test_where_text_shows_the_canonical_answer() -> None:
 def test_where_json_and_markdown() -> None:
     data = json.loads(invoke(*ROOT, "where", CHUNKED + "[attn_backend=FLASHINFER]",
                              "--format", "json").output)
-    assert data["schema"] == "testdb-audit/where@1"
+    assert data["schema"] == "testdb-audit/where@2"
+    assert data["summary"] == {"gated": 1} and data["not_checked"]
     [t] = data["tests"]
     assert t["verdict"] == "gated"
     stages = {s["name"]: s["class"] for p in t["placements"] for s in p["stages"]}
@@ -96,13 +103,42 @@ def test_where_json_and_markdown() -> None:
              if p["kind"] == "test-db"}
     assert ("l0_h100.yml", "post_merge") in lines and ("l0_dgx_h100.yml", "pre_merge") in lines
     md = invoke(*ROOT, "where", CHUNKED, "--format", "markdown").output
-    assert md.startswith(f"### `testdb where {CHUNKED}`")
+    assert md.startswith(f"### `testdb where {CHUNKED}`\n\n6 parametrizations of 1 function: ")
     assert "| **gated** |" in md and "| **pre-merge** |" in md
 
 
 def test_where_no_match_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = exit_code([*ROOT, "where", "no_such_test_anywhere"], capsys)
     assert code == 1 and out.strip() == "no test matches"
+    # a near miss: the nearest ids ("did you mean")
+    code, out, _ = exit_code([*ROOT, "where", "TestLlama3_1_8BInstruct::test_chunked_prefil"],
+                             capsys)
+    assert code == 1 and out.startswith(f"no test matches; did you mean {CHUNKED}, ")
+    code, out, _ = exit_code([*ROOT, "where", CHUNKED + "[attn_backend=TRTLL]"], capsys)
+    assert code == 1 and out.startswith(
+        f"no test matches; did you mean {CHUNKED}[attn_backend=TRTLLM], ")
+    data = json.loads(invoke(*ROOT, "where", CHUNKED + "[attn_backend=TRTLL]", "--format",
+                             "json").output)
+    assert data["tests"] == [] and data["did_you_mean"][0] == CHUNKED + "[attn_backend=TRTLLM]"
+
+
+def test_where_unbalanced_bracket_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = exit_code([*ROOT, "where", CHUNKED + "[attn_backend=TRTLLM"], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("error: the pattern ") and "has an unbalanced '['" in err
+    # a glob's `[` is a literal, as in the ids: one that matches is answered
+    code, out, _ = exit_code([*ROOT, "where", "*::test_chunked_prefill[attn_backend=TRT*"],
+                             capsys)
+    assert code == 0 and "[attn_backend=TRTLLM]  PRE-MERGE" in out
+
+
+def test_where_with_broken_durations_warns_and_answers(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    root = small_checkout(tmp_path, {"tests/integration/defs/.test_durations": '{"a": '})
+    code, out, err = exit_code(["--root", str(root), "where", "a.py::test_multi"], capsys)
+    assert code == 0 and "GATED" in out  # a warning with a result is exit 0
+    assert re.search(r"\.test_durations:\d+: warning: malformed JSON", err)
 
 
 def test_where_empty_pattern_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -279,3 +315,67 @@ def test_no_cache_flag_gives_the_same_answer(tmp_path: Path) -> None:
 def test_write_checkout_helper_roundtrip(tmp_path: Path) -> None:
     root = write_checkout(tmp_path, {"x/y.txt": "hi", "z.bin": b"\x00"})
     assert (root / "x/y.txt").read_text() == "hi" and (root / "z.bin").read_bytes() == b"\x00"
+
+
+# ---- a checkout with test sources: whole functions, invalid ids ------------------------------
+
+MULTI = "test_multi.py::test_multi_names"
+
+
+def sources_checkout(tmp_path: Path) -> Path:
+    """Four parametrizations of test_multi_names, half of them listed (one pre-merge, one
+    post-merge), and a stale listed id [5] in the pre-merge block."""
+    from tdb_helpers import A10_YML
+
+    a10 = (A10_YML.replace("  - a.py::TestB::test_b\n",
+                           f"  - a.py::TestB::test_b\n  - {MULTI}[1]\n  - {MULTI}[5]\n")
+           .replace("  - a.py::test_post\n", f"  - a.py::test_post\n  - {MULTI}[2]\n"))
+    return small_checkout(tmp_path, {
+        f"{TESTDB}/l0_a10.yml": a10,
+        "tests/integration/defs/test_multi.py":
+            "import pytest\n\n@pytest.mark.parametrize('n', [1, 2, 3, 4])\n"
+            "def test_multi_names(n):\n    pass\n"})
+
+
+def test_where_shows_the_whole_function(tmp_path: Path) -> None:
+    root = str(sources_checkout(tmp_path))
+    data = json.loads(invoke("--root", root, "where", "test_multi_names", "--format",
+                             "json").output)
+    got = {t["id"].removeprefix(MULTI): t for t in data["tests"]}
+    assert {k: t["verdict"] for k, t in got.items()} == {
+        "[1]": "pre-merge", "[2]": "post-merge-only", "[3]": "unscheduled",
+        "[4]": "unscheduled", "[5]": "invalid"}
+    assert data["summary"] == {"pre-merge": 1, "post-merge-only": 1, "unscheduled": 2,
+                               "invalid": 1}
+    assert data["not_checked"] is None
+    # unlisted: where it is defined; invalid: its line, no stage, the nearest real ids
+    from testdb.inventory import build_static
+
+    item = build_static(root).get(MULTI + "[3]")
+    assert item is not None
+    assert got["[3]"]["defined_at"] == {"path": "tests/integration/defs/test_multi.py",
+                                        "line": item.line}
+    bad = got["[5]"]
+    assert bad["schedule_verdict"] == "pre-merge"  # what the line would give: CI ignores it
+    assert [p["stages"] for p in bad["placements"]] == [[]]
+    assert bad["check"]["nearest"] and bad["check"]["nearest"][0].startswith(MULTI + "[")
+    text = invoke("--root", root, "where", "test_multi_names").output
+    assert text.splitlines()[0] == ("5 parametrizations of 1 function: pre-merge 1, "
+                                    "post-merge-only 1, unscheduled 2, invalid 1")
+    assert "[3]  UNSCHEDULED  in no test list: never runs in CI" in text
+    five = text.split("  [5]  ")[1]
+    assert five.startswith("INVALID  names no test in this checkout; CI ignores it")
+    assert "A10-PyTorch" not in five  # no stage lines for a line CI ignores
+    md = invoke("--root", root, "where", "test_multi_names", "--format", "markdown").output
+    assert "| **invalid** (CI ignores it; did you mean" in md
+
+
+def test_where_exact_invalid_id_and_an_unlisted_function(tmp_path: Path) -> None:
+    root = str(sources_checkout(tmp_path))
+    r = invoke("--root", root, "where", f"{MULTI}[5]", "--format", "json")
+    assert r.return_value == 0
+    [t] = json.loads(r.output)["tests"]
+    assert t["verdict"] == "invalid" and "no parametrization [5]" in t["check"]["reason"]
+    # a function no list names is answered (unscheduled), not "no test matches"
+    r = invoke("--root", root, "where", f"{MULTI}[4]")
+    assert r.return_value == 0 and "UNSCHEDULED" in r.output

@@ -73,28 +73,27 @@ def test_where_finds_a_unit_test_through_its_marker_selection(run_cli, tmp_path:
 def test_a_pattern_naming_no_unit_test_needs_no_inventory_items(run_cli, tmp_path: Path,
                                                                  monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """With tests/unittest present, a pattern that names no unit test is answered from the
-    listed ids' records: once the unit-test ids are known, no inventory is built or loaded;
-    a pattern that does name one still goes through the selections."""
+    listed ids' records: once the unit-test ids are known, the index is not loaded (the
+    inventory is: listed ids are checked against the integration sources); a pattern that
+    does name one still goes through the selections."""
+    from testdb import index as index_module
     from testdb import stamp
-    from testdb.inventory import build
 
     monkeypatch.setattr(stamp, "RACY_NS", -10**12)  # as a call seconds after the files changed
     root = checkout_with_unit_tests(tmp_path)
     first = run_cli("--root", str(root), "where", "test_e2e", "--format", "json")
     assert first.code == 0, first.err
 
-    def no_inventory(*args: object, **kwargs: object) -> None:
-        raise AssertionError("built the inventory for a pattern that names no unit test")
+    def no_index(*args: object, **kwargs: object) -> None:
+        raise AssertionError("loaded the index for a pattern that names no unit test")
 
-    real_build, real_load = build.build_static, build._load_whole
-    monkeypatch.setattr(build, "build_static", no_inventory)
-    monkeypatch.setattr(build, "_load_whole", no_inventory)
+    real_load = index_module.load_sources
+    monkeypatch.setattr(index_module, "load_sources", no_index)
     again = run_cli("--root", str(root), "where", "test_e2e", "--format", "json")
     assert (again.code, again.out) == (first.code, first.out)
     [t] = json.loads(again.out)["tests"]
     assert (t["id"], t["verdict"]) == ("test_e2e.py::test_e2e", "pre-merge")
-    monkeypatch.setattr(build, "build_static", real_build)
-    monkeypatch.setattr(build, "_load_whole", real_load)
+    monkeypatch.setattr(index_module, "load_sources", real_load)
     res = run_cli("--root", str(root), "where", "test_other", "--format", "json")
     assert json.loads(res.out)["tests"][0]["via"] == 'unittest/llmapi -k "not prefix"'
 

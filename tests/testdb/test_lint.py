@@ -94,8 +94,11 @@ def test_each_rule_fires_where_it_should(tmp_path: Path) -> None:
     assert "did you mean test_t.py::test_typ[2]" in unknown[0].message
     assert [f.loc.line for f in found["unreached-block"]] == [13]  # no -CPP- stage
     assert "H100_PCIe-PyTorch-1" in found["missing-context"][0].message
-    assert sorted(f.message.split()[0] for f in found["dark-parametrization"]) == [
-        "test_t.py::test_dark", "test_t.py::test_typ[1]", "test_t.py::test_typ[2]"]
+    dark = sorted(f.message for f in found["dark-parametrization"])
+    assert dark == [  # one finding per place: a function's unlisted parametrizations together
+        "test_t.py::test_dark is in no test list: it never runs in CI",
+        "test_t.py::test_typ: 2 parametrizations are in no test list ([1], [2]): they never "
+        "run in CI"]
     half = found["half-guarded-function"]
     assert len(half) == 1 and "test_t.py::test_f" in half[0].message
 
@@ -161,3 +164,42 @@ def test_waive_rules_follow_ci_apply_waives(tmp_path: Path) -> None:
     assert (func.loc.line, func.severity) == (1, Severity.WARNING)
     assert "none of its 2 listed parametrization(s) is waived" in func.message
     assert [f.loc.line for f in found["unknown-gpu-prefix"]] == [3]
+
+
+def test_an_unknown_rule_is_exit_2_naming_the_valid_ones(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = checkout(tmp_path, TESTDB)
+    res = run_cli("--root", str(root), "lint", "--rule", "missing-contxt")
+    assert res.code == 2 and "0 finding" not in res.out + res.err
+    assert "unknown lint rule 'missing-contxt' (did you mean missing-context?)" in res.err
+    assert all(r in res.err for r in RULES)
+
+
+def test_one_finding_per_rule_and_place(tmp_path: Path) -> None:
+    # One waives.txt line that holds several entries (the real waives.txt has one): one
+    # finding per rule for that line, naming every entry once.
+    root = checkout(tmp_path, TESTDB, waives="""\
+        full:sm100/unittest/a/test_a.py unittest/b/test_b.py unittest/c SKIP (Blackwell)
+        """)
+    found = lint(load(str(root), use_cache=False))
+    places = [(f.rule, f.loc) for f in found]
+    assert len(places) == len(set(places))
+    [gpu] = [f for f in found if f.rule == "unknown-gpu-prefix"]
+    [stale] = [f for f in found if f.rule == "unmatched-waive"]
+    assert gpu.loc.line == stale.loc.line == 1
+    assert "unittest/a/test_a.py, unittest/b/test_b.py, unittest/c (3 on this line)" in (
+        stale.message)
+
+
+def test_cli_and_html_count_and_name_the_same_findings(run_cli) -> None:  # type: ignore[no-untyped-def]
+    from reports.html import _lint_rows
+
+    res = run_cli("--root", CORPUS, "lint", "--format", "json", "--fail-on", "never")
+    cli = json.loads(res.out)["findings"]
+    text = run_cli("--root", CORPUS, "lint", "--fail-on", "never")
+    assert text.err.strip().splitlines()[-1].startswith(f"{len(cli)} finding(s)")
+    places = [(f["rule"], f["path"], f["line"]) for f in cli]
+    assert len(places) == len(set(places))  # waives.txt:297 once per rule, not ten times
+    html = _lint_rows(load(CORPUS))
+    assert len(html) == len(cli)
+    assert sorted((r["rule"], r["line"], r["message"]) for r in html) == sorted(
+        (f["rule"], f["line"], f["message"]) for f in cli)  # `input`, not `duplicate-context`

@@ -115,7 +115,8 @@ def test_without_sources_nothing_is_checked() -> None:
     ("b=2-a=1", ["a=1-b=2", "a=1-b=3"], ["a=1-b=2", "a=1-b=3"]),
     ("x", ["completely_different_value"], []),  # too far: no suggestion
     ("tp4-fp8", ["tp8-bf16", "tp4-bf16"], ["tp4-bf16", "tp8-bf16"]),
-    ("x", ["y", "x2"], ["x2"]),
+    ("x", ["y", "x2"], ["x2", "y"]),
+    ("5", ["1", "2"], ["1", "2"]),  # a wrong value: the function's own ids still help
 ])
 def test_rank_params(params: str, candidates: list[str], want: list[str]) -> None:
     assert rank_params(params, candidates) == want

@@ -1,0 +1,137 @@
+"""``where`` shows whole functions: listed ids checked against the sources, unlisted ones too.
+
+Given the ``where`` records of the listed ids a pattern names (``testdb.query.test_record``
+shape), ``whole_functions`` checks each against the checkout's inventory (``testdb.names``): an
+id that names no test becomes ``invalid`` (its lines run nowhere: CI ignores them), and every
+parametrization the inventory knows that the pattern names and no list does is added as
+``unscheduled`` ("in no test list: never runs in CI"). Without test sources (a checkout of
+lists only, like ``data/trtllm``) the records stay as they are and say "not checked against
+sources". ``did_you_mean`` answers a pattern that names nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections import Counter
+from typing import Any
+
+from testdb.names import INVALID, NameCheck, NameChecker, rank_params
+from testdb.query import match_ids
+
+UNLISTED_MEANING = "in no test list: never runs in CI"
+INTEGRATION_DIR = "tests/integration/defs"
+SOURCE_DIRS = (INTEGRATION_DIR, "tests/unittest")
+
+
+def has_test_sources(root: str, dirs: tuple[str, ...] = SOURCE_DIRS) -> bool:
+    """Whether the checkout has test sources to check ids against: a Python file or a
+    directory in one of the pytest roots ``dirs`` (a checkout of lists only has neither;
+    looking at the roots' own entries keeps a ``where`` of such a checkout from importing the
+    scanner)."""
+    for rel in dirs:
+        try:
+            with os.scandir(os.path.join(root, rel)) as it:
+                if any(e.name.endswith(".py") or (e.is_dir() and not e.name.startswith("."))
+                       for e in it):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def checked(record: dict[str, Any], check: NameCheck | None) -> dict[str, Any]:
+    """A listed id's record with its check against the sources. An ``invalid`` id keeps its
+    lines (to fix them) but no stage runs them; ``schedule_verdict`` says what they would give
+    if the id named a test."""
+    if check is None:
+        return record
+    rec = dict(record, check=check.to_json())
+    if check.status == INVALID:
+        rec["schedule_verdict"] = record["verdict"]
+        rec["verdict"] = INVALID
+        rec["placements"] = [dict(p, stages=[]) for p in record["placements"]]
+    return rec
+
+
+def unlisted_record(item: Any) -> dict[str, Any]:
+    """The record of a parametrization no list names (``testdb.inventory.InventoryItem``)."""
+    return {"id": item.nodeid, "verdict": "unscheduled", "via": None, "placements": [],
+            "listed": False, "defined_at": {"path": item.loc.path, "line": item.loc.line},
+            "check": {"status": "valid", "reason": UNLISTED_MEANING, "nearest": [], "more": 0}}
+
+
+def whole_functions(records: list[dict[str, Any]], pattern: str, inventory: Any,
+                    checker: NameChecker | None = None) -> list[dict[str, Any]]:
+    """``records`` checked, plus the inventory's unlisted parametrizations ``pattern`` names,
+    sorted by id. Unit-test ids are placed through their selections (``testdb.query.where``),
+    so they are neither checked nor added here."""
+    checker = checker or NameChecker(inventory)
+    out = [checked(r, None if r["id"].startswith("unittest/") else checker.check(r["id"]))
+           for r in records]
+    if checker.has_sources:
+        seen = {r["id"] for r in out}
+        ids = [i for i in inventory.ids() if not i.startswith("unittest/")]
+        for tid in match_ids(ids, pattern) if ids else ():
+            item = inventory.get(tid) if tid not in seen else None
+            if item is not None and not item.indeterminate and not item.is_placeholder:
+                out.append(unlisted_record(item))
+    return sorted(out, key=lambda r: str(r["id"]))
+
+
+def verdict_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many records have each verdict, in ``VERDICTS`` order."""
+    from testdb.schedule import VERDICTS
+
+    counts = Counter(str(r["verdict"]) for r in records)
+    return {v: counts[v] for v in VERDICTS if counts[v]}
+
+
+def not_checked_reason(records: list[dict[str, Any]]) -> str | None:
+    """The one reason shared by every record that was not checked for lack of sources."""
+    reasons = {r.get("check", {}).get("reason") for r in records
+               if r.get("check", {}).get("status") == "not-checked"}
+    shared = [r for r in reasons if r and "no test sources" in r]
+    return shared[0] if shared else None
+
+
+def unbalanced(pattern: str) -> bool:
+    """A ``[`` without its ``]`` (or the reverse): ids close every bracket they open."""
+    depth = 0
+    for ch in pattern:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                return True
+    return depth != 0
+
+
+def did_you_mean(ids: list[str], pattern: str, limit: int = 3) -> list[str]:
+    """Ids (or functions) near a pattern that names none of ``ids``: with ``[params]`` on a
+    function that exists, its closest parametrizations; else the functions whose names are
+    closest (difflib), nearest class first."""
+    text = pattern.strip().replace("*", "").replace("?", "")
+    b = text.find("[")
+    head, params = (text, None) if b < 0 else (text[:b], text[b + 1:].removesuffix("]"))
+    heads: dict[str, list[str]] = {}
+    for i in ids:
+        k = i.find("[")
+        heads.setdefault(i if k < 0 else i[:k], []).append(i)
+    if params is not None and head:
+        same = [h for h in heads if h == head or h.endswith(("::" + head, "/" + head))]
+        if same:
+            cands = {i[len(h) + 1:-1]: h for h in same for i in heads[h] if i != h}
+            return [f"{cands[p]}[{p}]" for p in rank_params(params, list(cands), limit)]
+    name = head.rsplit("::", 1)[-1].rsplit("/", 1)[-1]
+    if not name:
+        return []
+    by_name: dict[str, list[str]] = {}
+    for h in heads:
+        by_name.setdefault(h.rsplit("::", 1)[-1], []).append(h)
+    found: list[str] = []
+    for fn in difflib.get_close_matches(name, list(by_name), n=limit, cutoff=0.6):
+        found += sorted(by_name[fn], key=lambda h: -difflib.SequenceMatcher(
+            None, head, h[-len(head):]).ratio())
+    return found[:limit]
