@@ -506,3 +506,33 @@ def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, 
     for tid in context:  # the PR comment lists weaker links only as context
         rows = [ln for ln in markdown.splitlines() if f"`{tid}`" in ln]
         assert rows and all("(context, not counted)" in ln for ln in rows)
+
+
+def test_a_listed_name_that_names_no_test_never_guards(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]
+    """Stale list lines (a parametrization the checkout no longer has) carry the changed token
+    and its parameter name: they must neither turn the verdict green nor bring their stages
+    into the suggestion (CI ignores them)."""
+    stale = NVFP4.format("moe_backend=TRTLLM-cuda_graph=Maybe")
+    old = NVFP4.format("moe_backend=TRTLLM-cuda_graph=Never")
+    lists = ranked / "tests/integration/test_lists/test-db"
+    text = (lists / "l0_h100.yml").read_text()
+    (lists / "l0_h100.yml").write_text(text.replace(
+        "  tests:\n", f"  tests:\n  - {stale}\n", 1))
+    (lists / "l0_a100.yml").write_text(
+        f"l0_a100:\n- condition:\n    terms:\n      stage: post_merge\n  tests:\n  - {old}\n")
+    with (ranked / "ci/stages.yml").open("a") as f:
+        f.write("- {name: DGX_A100-PyTorch-Post-Merge-1, platform: a100, context: l0_a100}\n")
+    commit(ranked, "stale lines")
+    edit(ranked, "tensorrt_llm/cuda_graph.py", "    if moe_backend == \"TRTLLM\":\n"
+         "        return False\n", "")
+    commit(ranked)
+    code, data = audit(run_cli, ranked)
+    b = behaviour(data, "resolve_cuda_graph")
+    params = {g["test_id"]: g for g in b["guards"]["parameter"]}
+    assert params[stale]["effective"] == params[old]["effective"] == "invalid"
+    assert not params[stale]["decides"] and not params[old]["decides"]
+    assert (b["verdict"], code, b["decided_by"]["guards"]) == ("post-merge-only", 1, 2)
+    assert stale not in b["pre_merge_guards"]
+    assert "DGX_A100-PyTorch-Post-Merge-1" not in data["missing_stages"]
+    assert "DGX_A100" not in json.dumps(data.get("suggestion"))
+    assert all(old not in f["guards"] and stale not in f["guards"] for f in data["findings"])
