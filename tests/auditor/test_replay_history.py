@@ -161,9 +161,27 @@ def test_totals_and_the_post_merge_guards_changes_leaned_on(history: dict[str, A
     assert series["c32"] == (0, 1, 33.3)
 
 
-@pytest.mark.parametrize("source", ["outcomes.jsonl", "junit"])
-def test_scored_against_post_merge_results(history: dict[str, Any], source: str) -> None:
-    s = _doc(history, outcomes=str(history["out"] / source))["scoring"]
+def _junit_dirs(history: dict[str, Any], dest: Path) -> Path:
+    """The JUnit results as ``<sha>/`` directories, split in two files per commit (as two
+    stages would write them), with abbreviated shas."""
+    for f in sorted((history["out"] / "junit").iterdir()):
+        d = dest / f.stem[:12]
+        d.mkdir(parents=True)
+        text = f.read_text()
+        cases = [ln for ln in text.splitlines() if "<testcase" in ln]
+        for n, part in enumerate((cases[:1], cases[1:])):
+            body = "\n".join(part)
+            (d / f"stage{n}.xml").write_text(f"<testsuites><testsuite>{body}</testsuite>"
+                                             "</testsuites>\n")
+    return dest
+
+
+@pytest.mark.parametrize("source", ["outcomes.jsonl", "junit", "junit-dirs"])
+def test_scored_against_post_merge_results(history: dict[str, Any], source: str,
+                                           tmp_path: Path) -> None:
+    given = (_junit_dirs(history, tmp_path / "results") if source == "junit-dirs"
+             else history["out"] / source)
+    s = _doc(history, outcomes=str(given))["scoring"]
     label = history["label"]
     assert (s["signal"], s["weaker"], s["faulty_changes"], s["flagged"]) == (
         "outcomes", False, 4, 2)

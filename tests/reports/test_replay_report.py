@@ -112,3 +112,30 @@ def test_history_page_in_chromium(browser: Any, run_cli: Any, replayed: dict[str
     assert colour != "rgb(0, 0, 0)"
     assert errors == []
     page.close()
+
+
+class _Tty:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_is_a_bar_on_a_terminal() -> None:
+    from auditor.replay.model import CommitRecord
+    from reports.cmd_replay import _Progress
+
+    tty = _Tty()
+    bar = _Progress(tty)
+    for i in (1, 2):
+        bar(i, 2, CommitRecord(f"{i:040d}", None, f"commit {i}", "", "audited"), False)
+    assert tty.text.count("\r[") == 2 and "\n" not in tty.text.split("\r")[1]
+    assert "[###############...............] 1/2" in tty.text
+    assert tty.text.rstrip().splitlines()[-1].startswith("2 commits in ")
