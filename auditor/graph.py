@@ -16,7 +16,7 @@ import marshal
 import os
 import pickle
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -105,8 +105,8 @@ def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
 @dataclass
 class ImportGraph:
     graph: nx.DiGraph[str] | None  # None when read from the plain form
-    modules: dict[str, ModuleInfo]  # by module name
-    by_path: dict[str, ModuleInfo]
+    modules: Mapping[str, ModuleInfo]  # by module name
+    by_path: Mapping[str, ModuleInfo]
     imported_by: dict[str, list[str]] = field(default_factory=dict)  # the plain form's edges
 
     def importers(self, module: str) -> dict[str, int]:
@@ -326,8 +326,10 @@ def _plain_path(tree: str, change: str) -> str:
 
 
 def _write_plain(path: str, graph: ImportGraph) -> None:
+    """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
+    looks at, not the thousands of the checkout."""
     infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: (i.path, i.module, i.imports, i.functions, i.imported_names)
+    rows = {k: marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names))
             for k, i in infos.items()}
     write_cache(path, marshal.dumps((
         PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
@@ -340,10 +342,42 @@ def _read_plain(path: str) -> ImportGraph | None:
         return None
     try:
         version, rows, modules, by_path, imported_by = marshal.loads(payload)
-        if version != PLAIN_VERSION:
+        if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
-        infos = {k: ModuleInfo(*r) for k, r in rows.items()}
-        return ImportGraph(None, {m: infos[k] for m, k in modules.items()},
-                           {p: infos[k] for p, k in by_path.items()}, imported_by)
+        infos = _Infos(rows)
+        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by)
     except (ValueError, EOFError, TypeError, KeyError):
         return None
+
+
+class _Infos:
+    """The plain form's module infos, each decoded when first asked for."""
+
+    def __init__(self, rows: dict[int, bytes]) -> None:
+        self.rows = rows
+        self.done: dict[int, ModuleInfo] = {}
+
+    def __getitem__(self, k: int) -> ModuleInfo:
+        got = self.done.get(k)
+        if got is None:
+            got = self.done[k] = ModuleInfo(*marshal.loads(self.rows[k]))
+        return got
+
+
+class _Named(Mapping[str, ModuleInfo]):
+    """Module infos by name (or path), decoded when looked up."""
+
+    def __init__(self, at: dict[str, int], infos: _Infos) -> None:
+        self._at, self._infos = at, infos
+
+    def __getitem__(self, name: str) -> ModuleInfo:
+        return self._infos[self._at[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
