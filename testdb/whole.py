@@ -11,15 +11,21 @@ sources". ``did_you_mean`` answers a pattern that names nothing.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from testdb.names import INVALID, NameCheck, NameChecker, rank_params
 from testdb.query import match_ids
 
+if TYPE_CHECKING:
+    from testdb.names import NameCheck, NameChecker
+
+# testdb.schedule.VERDICTS (a test checks they agree): a warm `where` of a checkout without
+# sources imports neither the schedule nor testdb.names.
+VERDICT_ORDER = ("pre-merge", "gated", "post-merge-only", "qa-only", "waived", "unscheduled",
+                 "invalid")
 UNLISTED_MEANING = "in no test list: never runs in CI"
+NO_SOURCES = "not checked against sources: no test sources in this checkout"
 INTEGRATION_DIR = "tests/integration/defs"
 SOURCE_DIRS = (INTEGRATION_DIR, "tests/unittest")
 
@@ -47,9 +53,9 @@ def checked(record: dict[str, Any], check: NameCheck | None) -> dict[str, Any]:
     if check is None:
         return record
     rec = dict(record, check=check.to_json())
-    if check.status == INVALID:
+    if check.status == "invalid":
         rec["schedule_verdict"] = record["verdict"]
-        rec["verdict"] = INVALID
+        rec["verdict"] = "invalid"
         rec["placements"] = [dict(p, stages=[]) for p in record["placements"]]
     return rec
 
@@ -66,7 +72,14 @@ def whole_functions(records: list[dict[str, Any]], pattern: str, inventory: Any,
     """``records`` checked, plus the inventory's unlisted parametrizations ``pattern`` names,
     sorted by id. Unit-test ids are placed through their selections (``testdb.query.where``),
     so they are neither checked nor added here."""
-    checker = checker or NameChecker(inventory)
+    if checker is None and (inventory is None or not len(inventory)):
+        unchecked = {"status": "not-checked", "reason": NO_SOURCES, "nearest": [], "more": 0}
+        return [r if r["id"].startswith("unittest/") else dict(r, check=unchecked)
+                for r in records]
+    if checker is None:
+        from testdb.names import NameChecker
+
+        checker = NameChecker(inventory)
     out = [checked(r, None if r["id"].startswith("unittest/") else checker.check(r["id"]))
            for r in records]
     if checker.has_sources:
@@ -81,10 +94,8 @@ def whole_functions(records: list[dict[str, Any]], pattern: str, inventory: Any,
 
 def verdict_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     """How many records have each verdict, in ``VERDICTS`` order."""
-    from testdb.schedule import VERDICTS
-
     counts = Counter(str(r["verdict"]) for r in records)
-    return {v: counts[v] for v in VERDICTS if counts[v]}
+    return {v: counts[v] for v in VERDICT_ORDER if counts[v]}
 
 
 def not_checked_reason(records: list[dict[str, Any]]) -> str | None:
@@ -112,6 +123,10 @@ def did_you_mean(ids: list[str], pattern: str, limit: int = 3) -> list[str]:
     """Ids (or functions) near a pattern that names none of ``ids``: with ``[params]`` on a
     function that exists, its closest parametrizations; else the functions whose names are
     closest (difflib), nearest class first."""
+    import difflib
+
+    from testdb.names import rank_params
+
     text = pattern.strip().replace("*", "").replace("?", "")
     b = text.find("[")
     head, params = (text, None) if b < 0 else (text[:b], text[b + 1:].removesuffix("]"))

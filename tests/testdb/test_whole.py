@@ -9,6 +9,7 @@ from tdb_helpers import DATA
 
 from testdb.inventory import Inventory, InventoryItem
 from testdb.whole import (
+    VERDICT_ORDER,
     did_you_mean,
     has_test_sources,
     unbalanced,
@@ -82,3 +83,16 @@ def test_whole_functions_checks_listed_and_adds_unlisted() -> None:
     # no sources: records stand, each saying it was not checked
     plain = whole_functions([_record(f"{base}[9]", "gated")], "test_f", Inventory())
     assert plain[0]["verdict"] == "gated" and plain[0]["check"]["status"] == "not-checked"
+
+
+def test_the_verdict_order_is_the_schedules() -> None:
+    from testdb.schedule import VERDICTS
+
+    assert VERDICT_ORDER == VERDICTS
+
+
+def test_without_sources_the_reason_is_the_name_checkers() -> None:
+    from testdb.names import NameChecker
+    from testdb.whole import NO_SOURCES
+
+    assert NameChecker(Inventory()).check("t.py::test_f[1]").reason == NO_SOURCES
