@@ -2,21 +2,16 @@
 
 Building all 100,000+ items of a large checkout costs more than the rest of an audit, which
 looks at the few hundred test files that import the changed code. So the cache keeps, per test
-file, one marshalled blob of its item rows and one of its ids; how many ids carry each
-parameter value, and a value index, come with it. Items are built when a file is first asked
-for.
-
-On disk it is a records file (``testdb.files.write_records``): a sealed header (the files, the
-counts, the placeholders) and one record per blob with its own crc32. Opening it reads the
-header alone; each blob is read, and checked, when first asked for, so a warm audit neither
-reads nor hashes the tens of MB it does not use. A blob that fails its check makes the
-inventory rebuild itself (the ``rebuild`` it was opened with) and answer from that.
+file, one marshalled blob of its item rows and one of its ids, plus the value counts and a
+value index; items are built when a file is first asked for. On disk it is a records file
+(``testdb.files.write_records``): opening it reads the sealed header alone, and each blob is
+read, and its crc32 checked, when first asked for; a blob that fails its check makes the
+inventory rebuild itself (``open``'s ``rebuild``) and answer from that.
 
 A new head of the same tree usually changes a few test files: ``replace_files`` gives an
-inventory whose own blobs are the changed files' and which asks its parent for the others,
-adjusting the counts and index by those files alone. ``value index`` entries are per file
-(positions within the file's ids), which keeps every other file's entries valid when one
-file changes.
+inventory holding the changed files' blobs that asks its parent for the others, adjusting the
+counts and index by those files alone (index entries are positions within a file's ids, so
+every other file's entries stay valid).
 """
 
 from __future__ import annotations
