@@ -84,12 +84,24 @@ def whole_functions(records: list[dict[str, Any]], pattern: str, inventory: Any,
            for r in records]
     if checker.has_sources:
         seen = {r["id"] for r in out}
-        ids = [i for i in inventory.ids() if not i.startswith("unittest/")]
+        ids = _candidate_ids(inventory, pattern)
         for tid in match_ids(ids, pattern) if ids else ():
-            item = inventory.get(tid) if tid not in seen else None
+            if tid in seen or tid.startswith("unittest/"):
+                continue
+            item = inventory.get(tid)
             if item is not None and not item.indeterminate and not item.is_placeholder:
                 out.append(unlisted_record(item))
     return sorted(out, key=lambda r: str(r["id"]))
+
+
+def _candidate_ids(inventory: Any, pattern: str) -> list[str]:
+    """The inventory ids a pattern could name: one file's when it starts with a file path
+    without wildcards (a packed inventory then reads that file alone), else every id."""
+    file, sep, _ = pattern.strip().partition("::")
+    if sep and file.endswith(".py") and not any(c in file for c in "*?["):
+        return [i.nodeid for i in inventory.by_file(file) if not i.is_placeholder]
+    ids: list[str] = inventory.ids()
+    return ids
 
 
 def verdict_counts(records: list[dict[str, Any]]) -> dict[str, int]:
