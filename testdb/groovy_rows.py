@@ -14,6 +14,12 @@ KNOWN_MAPS = {"x86TestConfigs": "x86_64", "x86SlurmTestConfigs": "x86_64",
               "SBSATestConfigs": "aarch64", "SBSASlurmTestConfigs": "aarch64",
               "multiNodesSBSAConfigs": "aarch64"}
 GENERATOR = "buildStageConfigs"
+# `NAME = cbtsResizeSplits(NAME)` (11ea7cc3): coverage-based test selection (CBTS) may keep only
+# shards 1..k of a stage it narrowed, at run time, from data no checkout has. Read as the map
+# itself; the tool assumes the full split and says so once (an info note, not an error).
+PASS_THROUGH = {"cbtsResizeSplits": "coverage-based test selection may run fewer shards of a "
+                                    "stage it narrows at run time; not modelled: every shard "
+                                    "is assumed to run"}
 GENERATOR_PARAMS = ("stageName", "platform", "testlist", "testCount", "gpuCount", "nodeCount",
                     "runWithSbatch", "useClusterDurations")
 ROW_FIELDS = ("platform", "context", "split id", "splits", "gpu count", "node count",
@@ -380,6 +386,16 @@ class StageReader(TokenView):
     def assign(self, name: str, lo: int, hi: int, replace: bool, line: int) -> None:
         """``NAME = / += / << / .putAll(`` of maps, generator calls and other maps, joined by +."""
         out = self.out
+        s = self.sig(lo, hi)
+        if (len(s) == 4 and self.toks[s[0]].text in PASS_THROUGH and self.toks[s[1]].text == "("
+                and self.toks[s[3]].text == ")" and self.toks[s[2]].text in out.maps):
+            fn, arg = self.toks[s[0]].text, self.toks[s[2]].text
+            if not self.disabled and not any(f" = {fn}(" in d.message for d in out.diags):
+                out.diag(line, f"{name} = {fn}({arg}) (and the other maps): "
+                         f"{PASS_THROUGH[fn]}", Severity.INFO)
+            if arg == name:
+                return
+            lo, hi = s[2], s[2] + 1
         rows: list[Row] = []
         errors: list[Diagnostic] = []
         like, sources, parts = name in out.stage_maps, [], self.split(lo, hi, "+")[0]

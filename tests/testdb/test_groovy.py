@@ -455,3 +455,34 @@ def test_older_version_fixture() -> None:
     commented = {m for ln in lines if ln.lstrip().startswith("//")
                  for m in re.findall(r'"([\w-]+-\d+)": \[', ln)}
     assert {s.name for s in stages if s.disabled} == commented
+
+
+def test_cbts_resize_of_a_map_is_the_map_with_one_note() -> None:
+    # 11ea7cc3 wraps each stage map as `NAME = cbtsResizeSplits(NAME)`: CBTS may keep fewer
+    # shards at run time, from data no checkout has. The stages stay; one info note says so.
+    text = wrap('''
+    x86TestConfigs = [
+        "A10-PyTorch-1": ["a10", "l0_a10", 1, 2],
+        "A10-PyTorch-2": ["a10", "l0_a10", 2, 2],
+    ]
+    x86TestConfigs = cbtsResizeSplits(x86TestConfigs)
+    SBSATestConfigs = [
+        "GH200-PyTorch-1": ["gh200", "l0_gh200", 1, 1],
+    ]
+    SBSATestConfigs = cbtsResizeSplits(SBSATestConfigs)
+    ''')
+    stages, diags = load_groovy_stages_text(text, PATH)
+    assert [s.name for s in stages] == ["A10-PyTorch-1", "A10-PyTorch-2", "GH200-PyTorch-1"]
+    assert [(d.severity, d.loc.line) for d in diags] == [(Severity.INFO, 7)]
+    assert "cbtsResizeSplits" in diags[0].message and "not modelled" in diags[0].message
+
+
+def test_an_unknown_wrapper_is_still_an_error() -> None:
+    text = wrap('''
+    x86TestConfigs = [
+        "A10-PyTorch-1": ["a10", "l0_a10", 1, 1],
+    ]
+    x86TestConfigs = somethingElse(x86TestConfigs)
+    ''')
+    _, diags = load_groovy_stages_text(text, PATH)
+    assert [d.severity for d in diags] == [Severity.ERROR]
