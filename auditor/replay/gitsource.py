@@ -155,6 +155,7 @@ class ScratchTree:
         self.files: dict[str, TreeEntry] = {}
         self._stats: dict[str, tuple[int, int, int]] = {}
         self._load_manifest()
+        self._verify()  # whatever happened to the slot since its last use is put right
 
     # ---- manifest ----------------------------------------------------------------------------
     def _load_manifest(self) -> None:

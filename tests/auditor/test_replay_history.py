@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -299,6 +300,24 @@ def test_cache_rerun_and_longer_range_audit_only_new_commits(history: dict[str, 
     assert again["cached"] == 31
     strip = [{k: v for k, v in c.items() if k != "seconds"} for c in again["commits"]]
     assert strip == [{k: v for k, v in c.items() if k != "seconds"} for c in longer["commits"]]
+
+
+def test_a_scratch_tree_changed_behind_its_back_is_put_right(history: dict[str, Any],
+                                                             run_cli: Any, fresh_cache: str
+                                                             ) -> None:
+    first = _cli_json(run_cli, history["repo"], "v0..main")
+    slot = next(Path(fresh_cache, "replay", "trees").glob("*/slot0"))
+    # files no commit of the range changes: a move between commits would never rewrite them
+    (slot / "tests" / "integration" / "test_lists" / "qa" / "llm_function_core.txt").unlink()
+    stray = slot / "tests" / "integration" / "defs" / "test_stray.py"
+    stray.write_text("from tinyllm.telemetry import count, flush\n\n\n"
+                     "def test_stray():\n    count([]), flush([])\n")
+    shutil.rmtree(Path(fresh_cache, "replay", "records"))
+    again = _cli_json(run_cli, history["repo"], "v0..main")
+    assert again["cached"] == 0
+    assert [{k: v for k, v in c.items() if k != "seconds"} for c in again["commits"]] == \
+        [{k: v for k, v in c.items() if k != "seconds"} for c in first["commits"]]
+    assert not stray.exists()
 
 
 def test_jobs_audit_in_processes_with_the_same_records(history: dict[str, Any],
