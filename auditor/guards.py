@@ -54,7 +54,7 @@ class GuardLocator:
             from testdb.names import NameChecker
 
             self._names = NameChecker(self.inventory)
-        return bool(self._names.check(test_id).status == "invalid")
+        return bool(self._names.is_invalid(test_id))
 
     def placements(self, test_id: str) -> tuple[list[Placement], str]:
         sched = self.index.schedule

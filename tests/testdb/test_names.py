@@ -134,3 +134,8 @@ def test_work_per_name_is_bounded() -> None:
     got = NameChecker(Inventory(items)).check(f"{base}[p3-q9]")
     assert got.status == "invalid" and got.nearest[0] == f"{base}[p3-q3]"
 
+
+
+def test_the_fast_path_agrees_with_the_check(checker: NameChecker) -> None:
+    for test_id, status, _, _ in CASES:
+        assert checker.is_invalid(test_id) is (status == "invalid"), test_id
