@@ -70,9 +70,9 @@ def replay(repo: str, rev_range: str, options: ReplayOptions, *, jobs: int = 1,
 
     try:
         if jobs <= 1 or len(todo) <= 1:
-            _serial(repo, options, todo, done)
+            _serial(repo, options, todo, done, use_cache)
         else:
-            _parallel(repo, options, todo, done, jobs)
+            _parallel(repo, options, todo, done, jobs, use_cache)
     except KeyboardInterrupt:
         run.interrupted = True
     run.records = [got[c.sha] for c in commits if c.sha in got]
@@ -80,10 +80,10 @@ def replay(repo: str, rev_range: str, options: ReplayOptions, *, jobs: int = 1,
 
 
 def _serial(repo: str, options: ReplayOptions, todo: list[CommitInfo],
-            done: Callable[[CommitRecord], None]) -> None:
+            done: Callable[[CommitRecord], None], use_cache: bool) -> None:
     if not todo:
         return
-    worker = CommitAuditor(repo, options)
+    worker = CommitAuditor(repo, options, use_cache=use_cache)
     try:
         for c in todo:
             done(worker.audit(c))
@@ -96,11 +96,11 @@ def _serial(repo: str, options: ReplayOptions, todo: list[CommitInfo],
 _WORKER: CommitAuditor | None = None
 
 
-def _init(repo: str, options: ReplayOptions) -> None:
+def _init(repo: str, options: ReplayOptions, use_cache: bool) -> None:
     global _WORKER
     # The parent answers Ctrl-C: it stops handing out commits and keeps what came back.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER = CommitAuditor(repo, options)
+    _WORKER = CommitAuditor(repo, options, use_cache=use_cache)
 
 
 def _audit_one(info: CommitInfo) -> CommitRecord:
@@ -109,14 +109,14 @@ def _audit_one(info: CommitInfo) -> CommitRecord:
 
 
 def _parallel(repo: str, options: ReplayOptions, todo: list[CommitInfo],
-              done: Callable[[CommitRecord], None], jobs: int) -> None:
+              done: Callable[[CommitRecord], None], jobs: int, use_cache: bool) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx,
-                               initializer=_init, initargs=(repo, options))
+                               initializer=_init, initargs=(repo, options, use_cache))
     pending: set[Future[CommitRecord]] = set()
     try:
         pending = {pool.submit(_audit_one, c) for c in todo}

@@ -83,9 +83,11 @@ def trees_dir(repo: str) -> str:
 class CommitAuditor:
     """Holds a scratch tree and the loaded plans and inventory between commits of one worker."""
 
-    def __init__(self, repo: str, options: ReplayOptions, slot_hint: int = 0) -> None:
+    def __init__(self, repo: str, options: ReplayOptions, slot_hint: int = 0,
+                 use_cache: bool = True) -> None:
         self.repo = repo
         self.options = options
+        self.use_cache = use_cache  # False: every plan parsed afresh (--no-cache)
         self.tree = ScratchTree(repo, trees_dir(repo), slot_hint)
         self._indexes: dict[str, Any] = {}
         self._inventory: Any = None
@@ -148,10 +150,12 @@ class CommitAuditor:
         root = self.tree.root
         plan = locate(root, stages=self.options.path("stages", root),
                       triggers=self.options.path("triggers", root),
-                      platform_facts=self.options.path("platform_facts", root))
+                      platform_facts=self.options.path("platform_facts", root),
+                      use_cache=self.use_cache)
         index = self._indexes.get(plan.key)
         if index is None:
-            index = load_sources(plan.src, read=plan.read, key=plan.key)
+            index = load_sources(plan.src, use_cache=self.use_cache, read=plan.read,
+                                 key=plan.key)
             if len(self._indexes) >= _INDEX_MEMO:
                 self._indexes.pop(next(iter(self._indexes)))
             self._indexes[plan.key] = index
