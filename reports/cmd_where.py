@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option, report_diagnostics, use_colour
+from reports.common import (
+    dump_json,
+    format_option,
+    report_diagnostics,
+    require_test_lists,
+    use_colour,
+)
 from reports.render_where import where_json, where_markdown, where_text
 from testdb.errors import Diagnostic, Severity, UsageError
 
@@ -57,6 +63,7 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
 
         plan = locate(opts.root, stages=opts.stages, triggers=opts.triggers,
                       platform_facts=opts.platform_facts, use_cache=opts.use_cache)
+        require_test_lists(plan.src, opts.root)
         got = where_lookup(plan, pattern, use_cache=opts.use_cache)
         records, diagnostics, listed = got.records, got.diagnostics, got.listed
     from testdb.whole import did_you_mean, unbalanced, whole_functions
