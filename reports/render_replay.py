@@ -73,7 +73,10 @@ def _plan_json(a: Analysis) -> dict[str, Any]:
                    "guards": len(m.covers), "create_block": m.create_block,
                    "chosen": m.key in p.selection.keys} for m in p.moves],
         "chosen": [{"context": m.context, "test": m.test, "minutes": m.minutes,
-                    "guards": len(m.covers)} for m in p.chosen],
+                    "guards": len(m.covers),
+                    "changes": sum(1 for k in m.covers if k.startswith("change ")),
+                    "faulty": sum(1 for k in m.covers if k.startswith("fault "))}
+                   for m in p.chosen],
         "commands": p.commands, "budget": p.budget, "skipped": p.skipped,
         "behaviours": n, "guarded_before": before, "guarded_after": before + flipped,
         "percent_before": _pct(before / n if n else None),
@@ -180,8 +183,10 @@ def _plan_text(p: dict[str, Any], colour: bool) -> list[str]:
     if not p["chosen"]:
         out.append("  no move fits the budget and guards anything")
     for i, m in enumerate(p["chosen"], 1):
+        what = f"{m['changes']} change(s)" + (f", {m['faulty']} faulty change(s)"
+                                              if m["faulty"] else "")
         out.append(f"  {i}. {m['test']} ({m['context']}): +{m['minutes']:.1f} min, would have "
-                   f"guarded {m['guards']}")
+                   f"guarded {what}")
     for b in p["budget"]:
         out.append(f"  {b['stage']} ({b['context']}, {b['shards']} shard(s)): largest shard "
                    f"{b['largest_before_s'] / 60:.1f} -> {b['largest_after_s'] / 60:.1f} min")
