@@ -353,11 +353,13 @@ def test_ctrl_c_keeps_what_was_done(history: dict[str, Any], fresh_cache: str) -
     assert again.cached == 5 and not again.interrupted and len(again.records) == 31
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigint_to_the_command_exits_130_and_keeps_the_commits_done(
-        history: dict[str, Any], tmp_path: Path) -> None:
+        history: dict[str, Any], tmp_path: Path, jobs: str) -> None:
     env = {**os.environ, "TESTDB_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([sys.executable, "-m", "reports", "--root", str(history["repo"]),
-                             "replay", "v0..main", "--format", "json"], cwd=REPO, env=env,
+                             "replay", "v0..main", "--format", "json", "--jobs", jobs],
+                            cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:
