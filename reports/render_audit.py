@@ -191,12 +191,16 @@ def cost_text(s: dict[str, Any], shown: int = 4) -> str:
     """``2 extra shards, ~75 min: A (~40 min), B (~35 min)``: what a suggested command starts
     (minutes from .test_durations, pytest-split's average for the unknown ones)."""
     rows = s.get("stages") or []
-    parts = [f"{r['stage']} (~{r['minutes']:g} min)" for r in rows[:shown]]
+
+    def minutes(v: Any) -> str:
+        return f"~{v:g} min" if isinstance(v, (int, float)) else "duration unknown"
+
+    parts = [f"{r['stage']} ({minutes(r.get('minutes'))})" for r in rows[:shown]]
     if len(rows) > shown:
         parts.append(f"+{len(rows) - shown} more")
-    n = s.get("shards", len(rows))
-    return (f"{n} extra shard{'s' if n != 1 else ''}, ~{s.get('minutes', 0):g} min: "
-            + ", ".join(parts))
+    n = len(rows)
+    total = f", {minutes(s.get('minutes'))}" if "minutes" in s else ""
+    return f"{n} extra shard{'s' if n != 1 else ''}{total}: " + ", ".join(parts)
 
 
 def _levels(b: dict[str, Any]) -> list[tuple[Level, list[dict[str, Any]], int]]:
