@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from reports.common import dump_json, format_option, use_colour
-from testdb.errors import EXIT_OK
+from testdb.errors import EXIT_BAD_INPUT, EXIT_OK
 
 EXIT_INTERRUPTED = 130
 
@@ -116,4 +116,12 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
         click.echo(dump_json(doc, inline_depth=4))
     else:
         click.echo(replay_text(doc, colour=use_colour(), all_commits=all_commits))
-    return EXIT_INTERRUPTED if run.interrupted else EXIT_OK
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    failed = [r for r in run.records if r.status == "failed"]
+    if failed and not any(r.audited for r in run.records):
+        # Nothing was checked: no silent success.
+        click.echo(f"error: none of the {len(failed)} commit(s) could be audited; the first: "
+                   f"{failed[0].short}: {failed[0].error}", err=True)
+        return EXIT_BAD_INPUT
+    return EXIT_OK

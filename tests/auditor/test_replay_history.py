@@ -387,10 +387,14 @@ def test_not_checked_commits_and_a_root_commit_never_count(history: dict[str, An
         (repo / "tinyllm" / "sampling.py").read_text() + "\n\ndef extra():\n    return 1\n")
     git(repo, "add", "-A")
     git(repo, *ident, "commit", "-qm", "drop the test lists, change sampling")
-    doc = _cli_json(run_cli, repo, "HEAD~1..HEAD")
+    res = run_cli("--root", str(repo), "replay", "HEAD~1..HEAD", "--format", "json")
+    assert res.code == 2 and "none of the 1 commit(s) could be audited" in res.err
+    doc = json.loads(res.out)
     assert doc["commits"][0]["status"] == "failed"
     assert "no test lists" in doc["commits"][0]["error"]
     assert (doc["totals"]["behaviours"], doc["totals"]["not_checked"]) == (0, 1)
+    both = _cli_json(run_cli, repo, "HEAD~2..HEAD")  # one audited, one not: exit 0
+    assert [c["status"] for c in both["commits"]] == ["audited", "failed"]
     whole = _cli_json(run_cli, history["repo"], history["names"]["c03"])  # from the root
     assert [c["status"] for c in whole["commits"]] == ["root", "audited", "audited"]
     assert whole["totals"]["behaviours"] == 2
