@@ -51,7 +51,12 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
         from testdb.inventory.collect import collect_report
 
         where = cwd or os.path.join(opts.root, "tests", "integration", "defs")
-        report = collect_report(where, list(pytest_args), prefix, import_root=opts.root)
+        args = list(pytest_args)
+        if not cwd and not any(a == "--rootdir" or a.startswith("--rootdir=") for a in args):
+            # As CI runs the integration tests (`--rootdir <defs>`): ids relative to defs, not
+            # to some enclosing project's pytest configuration.
+            args.insert(0, f"--rootdir={os.path.abspath(where)}")
+        report = collect_report(where, args, prefix, import_root=opts.root)
         collected = report.inventory
         inv = merge_inv(inv, collected) if merge else collected
         skipped = _skipped_notes(report.skipped, inv, merge)

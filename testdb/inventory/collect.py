@@ -54,10 +54,6 @@ def collect_report(cwd: str, pytest_args: Sequence[str], prefix: str = "", *,
         out = os.path.join(tmp, "inventory.json")
         cmd = [python or sys.executable, "-m", "pytest", "--collect-only", "-q",
                "-p", PLUGIN, f"--testdb-inventory={out}", *pytest_args]
-        if not any(a == "--rootdir" or a.startswith("--rootdir=") for a in pytest_args):
-            # As CI runs it (`--rootdir <defs>`): ids are relative to where pytest runs, not
-            # to some enclosing project's pytest configuration.
-            cmd.append(f"--rootdir={os.path.abspath(cwd)}")
         if import_root:
             cmd.insert(cmd.index(f"--testdb-inventory={out}") + 1,
                        f"--testdb-import-root={os.path.abspath(import_root)}")
