@@ -117,7 +117,7 @@ def _read_junit_dir(path: str, commits: _Commits, known: set[str]) -> Outcomes:
                 tid = _resolve(index, case)
                 if tid is None:
                     tid = _guess(case)
-                    unknown.append(tid)
+                    unknown.append(normalize_test(tid))
                 out.append(Outcome(sha, normalize_test(tid), outcome, SourceLoc(f)))
     return Outcomes(tuple(out), outside, tuple(dict.fromkeys(unknown)))
 
@@ -148,13 +148,15 @@ def _junit_index(known: set[str]) -> _Index:
     (``--test-prefix``), so a classname matches when it ends with the dotted path."""
     idx: _Index = {}
     for tid in sorted(known):
-        if "::" not in tid:
+        # as pytest's junitxml.mangle_test_address: split before the [params], which may
+        # hold "::" themselves
+        path, bracket, params = tid.partition("[")
+        if "::" not in path:
             continue
-        parts = tid.split("::")
-        file, classes, name = parts[0], parts[1:-1], parts[-1]
-        dotted = ".".join([file[:-3].replace("/", "."), *classes]) if file.endswith(".py") \
-            else file
-        idx.setdefault(name, []).append((dotted, tid))
+        *heads, name = path.split("::")
+        heads[0] = heads[0][:-3] if heads[0].endswith(".py") else heads[0]
+        idx.setdefault(name + bracket + params, []).append(
+            (".".join([heads[0].replace("/", "."), *heads[1:]]), tid))
     return idx
 
 

@@ -264,3 +264,27 @@ def test_record_json_round_trip_and_bad_shapes() -> None:
         record_from_json(bad, "x")
     with pytest.raises(InputError, match="missing key 'sha'"):
         record_from_json({"status": "audited"}, "x")
+
+
+def test_junit_cases_resolve_to_node_ids(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from auditor.replay.outcomes import read_outcomes
+
+    sha = "ab" * 20
+    (tmp_path / f"{sha[:9]}.xml").write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="A10-PyTorch-1.accuracy.test_llm.TestA" name="test_f[x=1::y]">'
+        '<failure message="m"/></testcase>'
+        '<testcase classname="test_b" name="test_two"><error message="e"/></testcase>'
+        '<testcase classname="test_b" name="test_skipped"><skipped/></testcase>'
+        '<testcase classname="H100-PyTorch-2.perf.test_new.TestZ" name="test_z[a]"/>'
+        '<testcase classname="test_unittests" name="test_unittests_v2[unittest/_torch/x]"/>'
+        "</testsuite></testsuites>")
+    known = {"accuracy/test_llm.py::TestA::test_f[x=1::y]", U}
+    got = read_outcomes(str(tmp_path), [sha, "cd" * 20], known)
+    assert [(o.commit, o.test, o.outcome) for o in got.results] == [
+        (sha, "accuracy/test_llm.py::TestA::test_f[x=1::y]", "failed"),
+        (sha, U, "failed"),
+        (sha, "perf/test_new.py::TestZ::test_z[a]", "passed"),
+        (sha, "unittest/_torch/x", "passed")]
+    assert got.unknown_tests == ("perf/test_new.py::TestZ::test_z[a]", "unittest/_torch/x")
+    assert got.outside == 0
