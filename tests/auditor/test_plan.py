@@ -80,14 +80,21 @@ def test_launch_dry_run_and_bot(run_cli, tmp_path: Path) -> None:  # type: ignor
 def test_launch_local_without_gpus_reports_not_runnable(run_cli, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:  # type: ignore[no-untyped-def]
+    """docs/launch.md: when none of the planned tests can run here, the launch exits 1 (a
+    guard without a result is no success) and says why; --allow-not-runnable keeps 0. The
+    not-runnable reason is in the results either way."""
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi: zero GPUs
-    res = run_cli("--root", GPU_SMOKE, "launch", "test_gpu_smoke.py::test_peer_copy",
-                  "--run-dir", str(tmp_path / "run"), "--format", "json")
-    assert res.code == 0, res.err
-    [r] = json.loads(res.out)["results"]
-    assert r["outcome"] == "not-runnable" and "needs 2 GPU(s)" in r["detail"]
-    saved = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert saved["results"][0]["outcome"] == "not-runnable"
+    for extra, code in (((), 1), (("--allow-not-runnable",), 0)):
+        run_dir = tmp_path / f"run{code}"
+        res = run_cli("--root", GPU_SMOKE, "launch", "test_gpu_smoke.py::test_peer_copy",
+                      "--run-dir", str(run_dir), "--format", "json", *extra)
+        assert res.code == code, res.err
+        if code:
+            assert "none of the 1 planned tests ran: not runnable here" in res.err
+        [r] = json.loads(res.out)["results"]
+        assert r["outcome"] == "not-runnable" and "needs 2 GPU(s)" in r["detail"]
+        saved = json.loads((run_dir / "results.json").read_text())
+        assert saved["results"][0]["outcome"] == "not-runnable"
 
 
 def test_launch_needs_pattern_or_audit(run_cli) -> None:  # type: ignore[no-untyped-def]
