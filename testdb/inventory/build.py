@@ -8,10 +8,12 @@ import gc
 import hashlib
 import marshal
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import testdb
 from testdb.errors import InputError
@@ -20,7 +22,8 @@ from testdb.inventory.cache import SCHEMA, FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
 from testdb.inventory.model import Inventory, InventoryItem
-from testdb.inventory.packed import PackedInventory, file_blob
+from testdb.inventory.packed import PackedInventory
+from testdb.inventory.packed_rows import Prepared, prepared_items
 from testdb.parallel import MIN_ITEMS, parallel_map
 from testdb.stamp import Stamp, code_stamp
 
@@ -50,6 +53,7 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
     explicit = dirs is not None
     out: list[TestFile] = []
     root_path = Path(root)
+    skip_dir, test_file = _matcher(config.norecursedirs), _matcher(config.python_files)
     for base, prefix in (DEFAULT_DIRS if dirs is None else dirs):
         top = root_path / base
         if not top.is_dir():
@@ -58,12 +62,11 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
                                  hint="pass an existing directory below --root")
             continue
         for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = sorted(d for d in dirnames if not any(
-                fnmatch.fnmatch(d, pat) for pat in config.norecursedirs))
+            dirnames[:] = sorted(d for d in dirnames if not skip_dir(d))
             rel_dir = os.path.relpath(dirpath, top)
             parts = () if rel_dir == "." else tuple(Path(rel_dir).parts)
             for name in sorted(filenames):
-                if not any(fnmatch.fnmatch(name, pat) for pat in config.python_files):
+                if not test_file(name):
                     continue
                 if name == "conftest.py":
                     continue
@@ -77,8 +80,16 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
     return out
 
 
-# (content, file id, -k directory names, config, cache key, cache dir or None)
-Job = tuple[bytes, str, tuple[str, ...], StaticConfig, str, str | None]
+def _matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a name matches any of the glob ``patterns`` (as ``fnmatch.fnmatch`` on this
+    system), as one compiled expression: pattern by pattern cost more than the walk."""
+    rx = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)
+                    or r"(?!)")
+    return lambda name: rx.match(os.path.normcase(name)) is not None
+
+
+# (content, file id, -k directory names, config, cache key, cache dir or None, shown path)
+Job = tuple[bytes, str, tuple[str, ...], StaticConfig, str, str | None, str]
 
 
 def scan_groups(content: bytes, file_id: str, *, dirs: tuple[str, ...],
@@ -91,12 +102,17 @@ def scan_groups(content: bytes, file_id: str, *, dirs: tuple[str, ...],
 
 
 def _scan(job: Job) -> list[Group]:
-    content, file_id, dirs, config, key, cache_dir = job
+    content, file_id, dirs, config, key, cache_dir, _ = job
     groups = scan_groups(content, file_id, dirs=dirs, config=config)
     if cache_dir is not None:
         # Written by whoever scanned it: in a worker, the writes run in parallel too.
         FileCache(cache_dir).put(key, groups)
     return groups
+
+
+def _scan_prepared(job: Job) -> Prepared:
+    """The file as the packed inventory keeps it, prepared where it was scanned."""
+    return prepared_items(job[1], expand(_scan(job), job[1], job[6]))
 
 
 def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
@@ -173,13 +189,14 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
         todo = [i for i, tf in enumerate(files)
                 if previous.blob_for(tf.file_id, built_from[i]) is None]
         scanned = _scan_all([files[i] for i in todo], [contents[i] for i in todo],
-                            [keys[i] for i in todo], store, config, workers)
+                            [keys[i] for i in todo], store, config, workers, prepare=True)
         # A module without tests has no place in the inventory.
-        fresh = {files[i].file_id: file_blob(items)
-                 for i, items in zip(todo, scanned, strict=True) if items}
-        inv = previous.replace_files({files[i].file_id for i in todo}, fresh,
+        fresh = {files[i].file_id: p for i, p in zip(todo, scanned, strict=True)
+                 if p.ids or p.placeholders}
+        inv = previous.replace_files({files[i].file_id for i in todo}, {},
                                      order=[tf.file_id for tf in files],
-                                     keys={files[i].file_id: built_from[i] for i in todo})
+                                     keys={files[i].file_id: built_from[i] for i in todo},
+                                     prepared=fresh)
         _save_whole(store.directory, whole, inv)
     if stamp is not None:
         stamp.write(dir_stats, file_stats,
@@ -188,10 +205,23 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     return inv
 
 
+@overload
 def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
-              store: FileCache | None, config: StaticConfig, workers: int | None
-              ) -> list[list[InventoryItem]]:
-    """Each file's items: from the per-file cache, else scanned (in parallel when many)."""
+              store: FileCache | None, config: StaticConfig, workers: int | None,
+              prepare: Literal[False] = False) -> list[list[InventoryItem]]: ...
+
+
+@overload
+def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
+              store: FileCache | None, config: StaticConfig, workers: int | None,
+              prepare: Literal[True]) -> list[Prepared]: ...
+
+
+def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
+              store: FileCache | None, config: StaticConfig, workers: int | None,
+              prepare: bool = False) -> list[list[InventoryItem]] | list[Prepared]:
+    """Each file's items (``prepare``: the file as the packed inventory keeps it): from the
+    per-file cache, else scanned (in parallel when many)."""
     cache_dir = str(store.directory) if store is not None else None
     results: list[list[Group] | None] = []
     todo: list[int] = []
@@ -202,12 +232,20 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
         results.append(hit)
         if hit is None:
             todo.append(idx)
-            jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir))
+            jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir, tf.path))
     # Streamed: the caller expands while workers still scan.
-    scanned = parallel_map(_scan, jobs, workers=workers, min_items=_PARALLEL_MIN_FILES)
-    pending = dict(zip(todo, range(len(todo)), strict=True))
-    return [expand((results[idx] if idx not in pending else next(scanned)) or (), tf.file_id,
-                   tf.path) for idx, tf in enumerate(files)]
+    scanned: Iterator[Any] = parallel_map(_scan_prepared if prepare else _scan, jobs,
+                                          workers=workers, min_items=_PARALLEL_MIN_FILES)
+    pending = set(todo)
+    out: list[Any] = []
+    for idx, tf in enumerate(files):
+        if idx in pending:
+            got = next(scanned)
+            out.append(got if prepare else expand(got, tf.file_id, tf.path))
+            continue
+        items = expand(results[idx] or (), tf.file_id, tf.path)
+        out.append(prepared_items(tf.file_id, items) if prepare else items)
+    return out
 
 
 def _whole_format() -> str:
@@ -226,6 +264,7 @@ def _test_dirs(root: str, dirs: Sequence[tuple[str, str]] | None, config: Static
     (the root's own listing does not matter: a cache directory inside it changes it)."""
     top_root = os.path.abspath(root)
     out = set()
+    skip_dir = _matcher(config.norecursedirs)
     for base, _ in (DEFAULT_DIRS if dirs is None else dirs):
         top = os.path.abspath(os.path.join(root, base))
         d = top
@@ -233,8 +272,7 @@ def _test_dirs(root: str, dirs: Sequence[tuple[str, str]] | None, config: Static
             out.add(d)
             d = os.path.dirname(d)
         for dirpath, dirnames, _ in os.walk(top):
-            dirnames[:] = [n for n in dirnames if not any(
-                fnmatch.fnmatch(n, pat) for pat in config.norecursedirs)]
+            dirnames[:] = [n for n in dirnames if not skip_dir(n)]
             out.add(dirpath)
     return sorted(out)
 

@@ -17,59 +17,18 @@ every other file's entries stay valid).
 from __future__ import annotations
 
 import marshal
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from testdb.files import Records, write_records
-from testdb.inventory.model import WILDCARD, Inventory, InventoryItem, Status, split_params
+from testdb.inventory.model import Inventory, InventoryItem, Status
+from testdb.inventory.packed_rows import Prepared, entries, file_blob, prepared_blob
+from testdb.inventory.packed_rows import row as _row
 
-# value -> [(file, positions in the file's ids, parameter names)]
-Entries = dict[str, list[tuple[str, list[int], list[str | None]]]]
+__all__ = ["FORMAT", "PackedInventory", "Prepared", "file_blob"]
+
 FORMAT = "packed-v3"
-
-
-def file_blob(items: Iterable[InventoryItem]) -> bytes:
-    """One file's items as a packed inventory keeps them; as in ``Inventory``, a test defined
-    twice keeps its first place and its last definition."""
-    by_id: dict[str, InventoryItem] = {}
-    for i in items:
-        by_id[i.nodeid] = i
-    return marshal.dumps([_row(i) for i in by_id.values()])
-
-
-def _row(i: InventoryItem) -> tuple[Any, ...]:
-    return (i.nodeid, i.file, i.line, i.function, i.classes, i.params, i.markers, i.keywords,
-            i.indeterminate, i.source, i.path)
-
-
-def _entries(ids_by_file: dict[str, list[str]]) -> tuple[Entries, Counter[str]]:
-    """The value index entries of these files' ids, and their ``value_counts`` (one pass)."""
-    found: Entries = {}
-    pieces: list[str] = []
-    # The same parameter strings recur across functions and files: split each once.
-    parsed: dict[str, tuple[list[tuple[str | None, str]], set[str]]] = {}
-    for f, ids in ids_by_file.items():
-        per: dict[str, tuple[list[int], list[str | None]]] = {}
-        for pos, tid in enumerate(ids):
-            b = tid.find("[")
-            if b > 0 and tid.endswith("]"):
-                params = tid[b + 1:-1]
-                got = parsed.get(params)
-                if got is None:
-                    got = parsed[params] = (
-                        [(sys.intern(n) if n is not None else None, v)
-                         for n, v in split_params(params)],
-                        set(params.replace("=", "-").split("-")))  # as value_counts
-                pieces.extend(got[1])
-                for name, v in got[0]:
-                    where, names = per.setdefault(v, ([], []))
-                    where.append(pos)
-                    names.append(name)
-        for v, (where, names) in per.items():
-            found.setdefault(v, []).append((f, where, names))
-    return found, Counter(pieces)
 
 
 class _Stored:
@@ -136,35 +95,36 @@ class PackedInventory(Inventory):
         return empty.replace_files(set(), blobs, keys=keys)
 
     def replace_files(self, removed: set[str], fresh: dict[str, bytes],
-                      order: list[str] | None = None, keys: dict[str, str] | None = None
-                      ) -> PackedInventory:
-        """This inventory without the files ``removed``, with the ``fresh`` blobs in place of
-        (or beside) its own. Files follow ``order``, else the kept ones in their order, then
-        the fresh ones. Only the changed files' ids are counted and indexed; the others'
-        blobs are this inventory's, read from it when asked for."""
+                      order: list[str] | None = None, keys: dict[str, str] | None = None,
+                      prepared: dict[str, Prepared] | None = None) -> PackedInventory:
+        """This inventory without the files ``removed``, with the ``fresh`` blobs (or the
+        ``prepared`` files) in place of or beside its own. Files follow ``order``, else the
+        kept ones in their order, then the fresh ones. Only the changed files' ids are counted
+        and indexed; the others' blobs are this inventory's, read from it when asked for."""
+        new = {f: prepared_blob(f, b) for f, b in fresh.items()}
+        new.update(prepared or {})
         if order is None:
-            order = [f for f in self._order if f not in removed | set(fresh)] + list(fresh)
+            order = [f for f in self._order if f not in removed | set(new)] + list(new)
         removed = removed | (set(self._order) - set(order))  # whatever order leaves out
-        changed = removed | set(fresh)
-        new_rows = {f: marshal.loads(b) for f, b in fresh.items()}
-        new_ids = {f: [r[0] for r in rows if WILDCARD not in r[3]]
-                   for f, rows in new_rows.items()}
-        files = tuple(f for f in order if f in fresh or (f in self._rank and f not in removed))
+        changed = removed | set(new)
+        new_ids = {f: p.ids for f, p in new.items()}
+        files = tuple(f for f in order if f in new or (f in self._rank and f not in removed))
         rank = {f: n for n, f in enumerate(files)}
         placeholders = [p for p in self._placeholders if p.file not in changed]
-        placeholders += [InventoryItem(*r) for rows in new_rows.values() for r in rows
-                         if WILDCARD in r[3]]
+        placeholders += [InventoryItem(*r) for p in new.values() for r in p.placeholders]
         placeholders.sort(key=lambda p: rank.get(p.file, len(rank)))
         odd = {k: v for k, v in self._odd.items() if v not in changed}
-        odd.update({r[0]: f for f, rows in new_rows.items() for r in rows
-                    if not r[0].startswith(f + "::")})
+        odd.update({i: f for f, p in new.items() for i in p.odd})
 
         old_ids = {f: self._file_ids(f) for f in changed if f in self._rank}
-        removed_entries, removed_counts = _entries(old_ids)
-        added, added_counts = _entries(new_ids)
+        removed_entries, removed_pieces = entries(old_ids)
+        added: dict[str, list[tuple[str, list[int], list[str | None]]]] = {}
         counts = Counter(self._counts)
-        counts.subtract(removed_counts)
-        counts.update(added_counts)
+        counts.subtract(removed_pieces)
+        for f, p in new.items():
+            counts.update(p.pieces)
+            for v, (where, pnames) in p.entries.items():
+                added.setdefault(v, []).append((f, where, pnames))
         values: dict[str, bytes | None] = {}
         names = set(self._value_names)
         for v in set(removed_entries) | set(added):
@@ -175,9 +135,9 @@ class PackedInventory(Inventory):
             values[v] = marshal.dumps(kept) if kept else None
             (names.add if kept else names.discard)(v)
         n = self._n - sum(map(len, old_ids.values())) + sum(map(len, new_ids.values()))
-        return PackedInventory(files, dict(fresh), new_ids, values, names,
-                               {k: c for k, c in counts.items() if c > 0}, odd, placeholders,
-                               dict(keys or {}), n, parent=self)
+        return PackedInventory(files, {f: p.blob for f, p in new.items()}, new_ids, values,
+                               names, {k: c for k, c in counts.items() if c > 0}, odd,
+                               placeholders, dict(keys or {}), n, parent=self)
 
     def blob_for(self, file: str, key: str) -> bytes | None:
         """The file's blob when it was built from ``key`` (the file is unchanged)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import random
 import subprocess
 import sys
@@ -114,3 +115,26 @@ def test_an_inventory_built_on_a_damaged_one_starts_afresh(
     finally:
         first.write_text(text)
     assert summary(build_static(str(root), cache=store)) == summary(eager)
+
+
+def test_files_prepared_in_workers_pack_as_in_one_process(
+        tree: tuple[Path, Inventory], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold build prepares each file's rows, ids and index entries where it was scanned;
+    the result is the inventory a single process packs from the same items."""
+    from testdb.inventory import build
+    from testdb.inventory.packed import file_blob
+
+    root, eager = tree
+    monkeypatch.setattr(build, "_PARALLEL_MIN_FILES", 1)
+    inv = build_static(str(root), cache=FileCache(tmp_path / "cache"), workers=2)
+    assert isinstance(inv, PackedInventory)
+    by_file = {f: file_blob(eager.by_file(f)) for f in eager.files()}
+    want = PackedInventory.from_blobs(by_file)
+    got, wanted = inv.state(), want.state()
+    # the same rows and index entries (marshal's bytes may differ in shared references)
+    assert {f: marshal.loads(b) for f, b in got[0].items()} == {
+        f: marshal.loads(b) for f, b in wanted[0].items()}
+    assert got[1:5] == wanted[1:5] and got[6] == wanted[6]
+    assert {v: marshal.loads(b) for v, b in got[5].items()} == {
+        v: marshal.loads(b) for v, b in wanted[5].items()}
+    assert summary(inv) == summary(eager)

@@ -1,0 +1,101 @@
+"""One test file as the packed inventory keeps it: item rows, ids, value-index entries, counts.
+
+A cold build prepares each file where it was scanned (in the worker processes), so the main
+process only merges: turning 100,000+ items into rows, ids and index entries one by one was
+most of a cold build's serial time.
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from testdb.inventory.model import WILDCARD, InventoryItem, split_params
+
+# value -> [(file, positions in the file's ids, parameter names)]
+Entries = dict[str, list[tuple[str, list[int], list[str | None]]]]
+# value -> (positions in one file's ids, parameter names)
+FileEntries = dict[str, tuple[list[int], list[str | None]]]
+
+
+class Prepared(NamedTuple):
+    """A file's blob and what the inventory derives from it (see ``prepared``)."""
+
+    blob: bytes  # marshal of the item rows
+    ids: list[str]  # every id but the placeholders'
+    placeholders: list[tuple[Any, ...]]  # their rows
+    odd: list[str]  # ids that do not start with `file::`
+    entries: FileEntries
+    pieces: list[str]  # the value pieces of each id, as value_counts counts them
+
+
+def file_blob(items: Iterable[InventoryItem]) -> bytes:
+    """One file's items as a packed inventory keeps them; as in ``Inventory``, a test defined
+    twice keeps its first place and its last definition."""
+    return marshal.dumps(_rows(items))
+
+
+def _rows(items: Iterable[InventoryItem]) -> list[tuple[Any, ...]]:
+    by_id: dict[str, InventoryItem] = {}
+    for i in items:
+        by_id[i.nodeid] = i
+    return [row(i) for i in by_id.values()]
+
+
+def row(i: InventoryItem) -> tuple[Any, ...]:
+    return (i.nodeid, i.file, i.line, i.function, i.classes, i.params, i.markers, i.keywords,
+            i.indeterminate, i.source, i.path)
+
+
+def prepared_items(file: str, items: Iterable[InventoryItem]) -> Prepared:
+    rows = _rows(items)
+    return _prepared(file, marshal.dumps(rows), rows)
+
+
+def prepared_blob(file: str, blob: bytes) -> Prepared:
+    return _prepared(file, blob, marshal.loads(blob))
+
+
+def _prepared(file: str, blob: bytes, rows: list[tuple[Any, ...]]) -> Prepared:
+    ids = [r[0] for r in rows if WILDCARD not in r[3]]
+    entries, pieces = file_entries(ids)
+    return Prepared(blob, ids, [r for r in rows if WILDCARD in r[3]],
+                    [r[0] for r in rows if not r[0].startswith(file + "::")], entries, pieces)
+
+
+def file_entries(ids: list[str]) -> tuple[FileEntries, list[str]]:
+    """The value index entries of one file's ids, and their value pieces (one pass)."""
+    per: FileEntries = {}
+    pieces: list[str] = []
+    # The same parameter strings recur across functions: split each once.
+    parsed: dict[str, tuple[list[tuple[str | None, str]], set[str]]] = {}
+    for pos, tid in enumerate(ids):
+        b = tid.find("[")
+        if b > 0 and tid.endswith("]"):
+            params = tid[b + 1:-1]
+            got = parsed.get(params)
+            if got is None:
+                got = parsed[params] = (
+                    [(sys.intern(n) if n is not None else None, v)
+                     for n, v in split_params(params)],
+                    set(params.replace("=", "-").split("-")))  # as value_counts
+            pieces.extend(got[1])
+            for name, v in got[0]:
+                where, names = per.setdefault(v, ([], []))
+                where.append(pos)
+                names.append(name)
+    return per, pieces
+
+
+def entries(ids_by_file: dict[str, list[str]]) -> tuple[Entries, list[str]]:
+    """The value index entries of these files' ids, and their value pieces."""
+    found: Entries = {}
+    pieces: list[str] = []
+    for f, ids in ids_by_file.items():
+        per, p = file_entries(ids)
+        pieces += p
+        for v, (where, names) in per.items():
+            found.setdefault(v, []).append((f, where, names))
+    return found, pieces
