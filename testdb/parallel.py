@@ -42,9 +42,15 @@ def parallel_map(fn: Callable[[_T], _R], items: list[_T], *, workers: int | None
         # No process pool here (sandbox, frozen interpreter): serially is correct.
         yield from map(fn, items)
         return
-    with pool:
+    done = False
+    try:
         for chunk in pool.map(_apply, chunks):
             yield from chunk
+        done = True
+    finally:
+        # Not waiting for the workers to exit: a worker that scanned thousands of modules
+        # takes a while to tear down, and the caller has other work meanwhile.
+        pool.shutdown(wait=False, cancel_futures=not done)
 
 
 def _apply(job: tuple[Callable[[Any], Any], list[Any]]) -> list[Any]:

@@ -61,6 +61,10 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
                 raise InputError(f"test directory {top} does not exist",
                                  hint="pass an existing directory below --root")
             continue
+        try:  # the shown path of a file is this and its path below top (once per top)
+            top_shown: str | None = top.relative_to(root_path).as_posix()
+        except ValueError:
+            top_shown = None
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if not skip_dir(d))
             rel_dir = os.path.relpath(dirpath, top)
@@ -72,10 +76,8 @@ def find_test_files(root: str, dirs: Sequence[tuple[str, str]] | None = None,
                     continue
                 abspath = os.path.join(dirpath, name)
                 rel = "/".join((*parts, name))
-                try:
-                    shown = Path(abspath).relative_to(root_path).as_posix()
-                except ValueError:
-                    shown = abspath
+                shown = (abspath if top_shown is None else rel if top_shown == "."
+                         else f"{top_shown}/{rel}")
                 out.append(TestFile(abspath, prefix + rel, shown, parts))
     return out
 
