@@ -300,6 +300,8 @@ def unit_test_ids(root: str) -> list[str]:
 
 
 def _unit_ids(inv: Inventory) -> list[str]:
+    if isinstance(inv, PackedInventory):
+        return inv.ids_starting("unittest/")
     return [i for i in inv.ids() if i.startswith("unittest/")]
 
 

@@ -62,7 +62,7 @@ class PackedInventory(Inventory):
                  "_stored", "_value_names")
 
     def __init__(self, order: tuple[str, ...], rows: dict[str, bytes],
-                 ids: dict[str, list[str]], values: dict[str, bytes | None],
+                 ids: dict[str, list[str] | bytes], values: dict[str, bytes | None],
                  value_names: set[str], counts: dict[str, int], odd: dict[str, str],
                  placeholders: Iterable[InventoryItem], keys: dict[str, str] | None,
                  n_ids: int, parent: PackedInventory | None = None,
@@ -71,7 +71,7 @@ class PackedInventory(Inventory):
         self._order = order  # the files, in inventory order
         self._rank = {f: k for k, f in enumerate(order)}
         self._own_rows = rows  # file -> marshal of its item rows (else: the parent's, stored)
-        self._own_ids = ids  # file -> its ids but the placeholders'
+        self._own_ids = ids  # file -> its ids but the placeholders' (or their marshal)
         self._own_values = values  # value -> marshal of its Entries rows; None: no entries
         self._value_names = value_names  # every value with index entries
         self._counts = counts  # value piece -> how many ids carry it
@@ -135,7 +135,7 @@ class PackedInventory(Inventory):
             values[v] = marshal.dumps(kept) if kept else None
             (names.add if kept else names.discard)(v)
         n = self._n - sum(map(len, old_ids.values())) + sum(map(len, new_ids.values()))
-        return PackedInventory(files, {f: p.blob for f, p in new.items()}, new_ids, values,
+        return PackedInventory(files, {f: p.blob for f, p in new.items()}, dict(new_ids), values,
                                names, {k: c for k, c in counts.items() if c > 0}, odd,
                                placeholders, dict(keys or {}), n, parent=self)
 
@@ -159,13 +159,28 @@ class PackedInventory(Inventory):
         if file not in self._rank:
             return []
         got = self._own_ids.get(file)
-        if got is None:
+        if isinstance(got, bytes):  # kept as read (see materialized)
+            got = marshal.loads(got)
+        elif got is None:
             if self._parent is not None:
                 got = self._parent._file_ids(file)
             else:
                 got = self._read(lambda s: s.rows[file] + 1, True, lambda: self._file_ids(file))
-            self._own_ids[file] = got
+        self._own_ids[file] = got
         return got
+
+    def _ids_blob(self, file: str) -> bytes:
+        """The marshalled ids of a file, as read when they were (not decoded and encoded)."""
+        got = self._own_ids.get(file)
+        if isinstance(got, bytes):
+            return got
+        if file not in self._own_rows and self._parent is not None:
+            return self._parent._ids_blob(file)
+        if got is None and self._stored is not None:
+            blob: bytes = self._read(lambda s: s.rows[file] + 1, False,
+                                     lambda: self._ids_blob(file))
+            return blob
+        return marshal.dumps(self._file_ids(file))
 
     def _value(self, value: str) -> bytes | None:
         if value in self._own_values:
@@ -218,7 +233,7 @@ class PackedInventory(Inventory):
         """The same inventory with every blob in memory (read, and checked, now): a root of
         its own, whatever it was built on."""
         rows = {f: self._blob(f) or b"" for f in self._order}
-        ids = {f: self._file_ids(f) for f in self._order}
+        ids: dict[str, list[str] | bytes] = {f: self._ids_blob(f) for f in self._order}
         values: dict[str, bytes | None] = {v: self._value(v) for v in self._value_names}
         keys = {f: k for f in self._order if (k := self._key(f)) is not None}
         return PackedInventory(self._order, rows, ids, values, set(self._value_names),
@@ -253,7 +268,7 @@ class PackedInventory(Inventory):
         values = sorted(self._value_names)
         records: list[bytes] = []
         for f in self._order:
-            records += [self._blob(f) or b"", marshal.dumps(self._file_ids(f))]
+            records += [self._blob(f) or b"", self._ids_blob(f)]
         records += [self._value(v) or b"" for v in values]
         records.append(marshal.dumps({f: k for f in self._order if (k := self._key(f))}))
         meta = marshal.dumps((FORMAT, self._order, values, dict(self._counts),
@@ -319,6 +334,14 @@ class PackedInventory(Inventory):
 
     def ids(self) -> list[str]:
         return [i for f in self._order for i in self._file_ids(f)]
+
+    def ids_starting(self, prefix: str) -> list[str]:
+        """``[i for i in self.ids() if i.startswith(prefix)]``, reading only the files whose
+        ids can: those named so, and those of ids that do not start with their file."""
+        files = {f for f in self._order if f.startswith(prefix)}
+        files |= {f for i, f in self._odd.items() if i.startswith(prefix)}
+        return [i for f in self._order if f in files for i in self._file_ids(f)
+                if i.startswith(prefix)]
 
     def param_value_counts(self) -> dict[str, int]:
         return dict(self._counts)

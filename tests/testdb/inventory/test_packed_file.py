@@ -138,3 +138,5 @@ def test_files_prepared_in_workers_pack_as_in_one_process(
     assert {v: marshal.loads(b) for v, b in got[5].items()} == {
         v: marshal.loads(b) for v, b in wanted[5].items()}
     assert summary(inv) == summary(eager)
+    for prefix in ("unittest/", "accuracy/", "unittest/llmapi/group3/", "no/"):
+        assert inv.ids_starting(prefix) == [i for i in eager.ids() if i.startswith(prefix)]
