@@ -9,7 +9,6 @@ from typing import Any
 
 MARKER = "<!-- testdb-audit -->"
 MAX_CHARS = 60_000
-LISTS_DIR = "tests/integration/test_lists/"
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
 _OUTCOME_ICON = {"passed": "✅", "failed": "❌", "error": "❌", "timeout": "⏱️", "oom": "❌",
                  "pending": "⏳", "running": "⏳"}
@@ -20,10 +19,6 @@ _CELL_CHARS = 1_500  # one finding message never crowds out the others
 def _cell(text: str, limit: int = _CELL_CHARS) -> str:
     text = " ".join(text.split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _short(path: str) -> str:
-    return path[len(LISTS_DIR):] if path.startswith(LISTS_DIR) else path
 
 
 def _leaf(test_id: str) -> str:
@@ -89,8 +84,7 @@ class _Comment:
             # The test-db lines first: they decide the class; QA lines only add to it.
             lines = sorted({(r.get("kind") == "qa", r["path"], r["line"]) for r in g["runs"]
                             if not r["waived"]})
-            text += "".join(f" · {self.link(p, n, f'{_short(p)}:{n}')}"
-                            for _, p, n in lines[:3])
+            text += "".join(f" · {self.link(p, n)}" for _, p, n in lines[:3])
         r = self.outcome.get(test_id)
         if r:
             text += f" · {_OUTCOME_ICON.get(r['outcome'], '⚠️')} {r['outcome']}"
@@ -105,8 +99,8 @@ class _Comment:
                 ("" if p.get("diff") else "work tree"),
                 f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
                 f"diff `{p['diff'].rsplit('/', 1)[-1]}`" if p.get("diff") else "",
-                "multi-GPU gate " + ("open" if gates.get("multi_gpu") else "closed"),
-                ("auto-trigger " + ", ".join(gates["auto_trigger_tags"]))
+                "multi-GPU stages " + ("start" if gates.get("multi_gpu") else "not started"),
+                ("auto-trigger stages start for " + ", ".join(gates["auto_trigger_tags"]))
                 if gates.get("auto_trigger_tags") else "",
                 f"judged under `{p['bot_command']}`" if p.get("bot_command") else "",
                 f"{len(started)} stages started" if started else "",
@@ -181,22 +175,15 @@ class _Comment:
         rows: list[str] = []
         for b in self.data["behaviours"]:
             tokens = ", ".join(f"`{t}`" for t in (b.get("tokens") or [])[:10])
+            groups = guard_groups(b)
             rows.append(f"- **`{b['function']}`** {self.link(b['path'], b['line'])}: "
-                        f"**{b['verdict']}** (decided by the {b.get('tier') or 'no'} tier"
-                        + (f": {(b.get('decided_by') or {}).get('title')}"
-                           if (b.get("decided_by") or {}).get("title") else "") + ")"
-                        + (f"; tokens {tokens}" if tokens else ""))
-            for tier, all_gs in b["guards"].items():
-                # Links of weaker levels (audit@2 "decides": false) are context: never guards.
-                for label, gs in ((tier, [g for g in all_gs if g.get("decides") is not False]),
-                                  (f"{tier} (context, not counted)",
-                                   [g for g in all_gs if g.get("decides") is False])):
-                    if not gs:
-                        continue
-                    shown = ", ".join(f"`{_cell(g['test_id'], 300)}` ({g['effective']})"
-                                      for g in gs[:8])
-                    rows.append(f"  - {label}: {shown}" + (f", +{len(gs) - 8} more"
-                                                           if len(gs) > 8 else ""))
+                        f"**{b['verdict']}**" + ("" if groups else f" ({decided_words(b)})")
+                        + (f"; changed tokens {tokens}" if tokens else ""))
+            for label, gs in groups:
+                shown = ", ".join(f"`{_cell(g['test_id'], 300)}` ({g['effective']})"
+                                  for g in gs[:8])
+                rows.append(f"  - {label}: {shown}" + (f", +{len(gs) - 8} more"
+                                                       if len(gs) > 8 else ""))
         for f in self.data["findings"]:
             if f["severity"] == "info":
                 rows.append(f"- {_ICON['info']} {self.link(f['path'], f['line'])}: "
@@ -209,7 +196,7 @@ class _Comment:
         files = self.prov.get("data_files") or {}
         if files:
             rows.append("- test plan files: " + ", ".join(
-                f"`{_short(k)}` {str(v)[:12]}" for k, v in sorted(files.items())))
+                f"`{k}` {str(v)[:12]}" for k, v in sorted(files.items())))
         return _Part(["", "<details><summary>Behaviour changes, all guards and provenance"
                       "</summary>", ""], rows, ["", "</details>"],
                      more="- ✂️ {n} more lines: see the full report", priority=4)
@@ -223,6 +210,46 @@ class _Comment:
         tail = "; ".join(e for e in extra if e)
         return f"{icon} **testdb-audit:** {s['sentence']}" + (f" ({tail})" if tail else "") + \
             f". {MARKER}\n"
+
+
+def decided_words(b: dict[str, Any]) -> str:
+    """``decided by: a parameter value and its name are on the changed lines``: the evidence
+    level in words (its tier and rank are in the audit JSON)."""
+    d = b.get("decided_by") or {}
+    tier = d.get("tier") or b.get("tier")
+    if not tier:
+        return "no test is linked to it"
+    return "decided by: " + (d.get("title") or _title(tier, int(d.get("rank") or 0)))
+
+
+def _title(tier: str, rank: int) -> str:
+    """An evidence level in words; an audit written before ranks existed (rank 0) by its
+    tier's title."""
+    from auditor.evidence import Level
+    from auditor.model import TIER_TITLES
+    from reports.render_audit import level_title
+
+    return level_title(Level(tier, rank)) if rank else TIER_TITLES.get(tier, tier)
+
+
+def guard_groups(b: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """A behaviour's guards by evidence level, named in words: the deciding level's first;
+    weaker levels (audit@2 ``"decides": false``) are context, never guards."""
+    from auditor.evidence import LEVELS, Level
+
+    groups: dict[tuple[bool, str, int], list[dict[str, Any]]] = {}
+    for tier, gs in b["guards"].items():
+        for g in gs:
+            decides = g.get("decides", tier == b.get("tier"))  # older audits: by tier
+            key = (decides is False, tier, int(g.get("rank") or 0))
+            groups.setdefault(key, []).append(g)
+    order = {lv: i for i, lv in enumerate(LEVELS)}
+    out = []
+    for (context, tier, rank), gs in sorted(groups.items(), key=lambda kv: (
+            kv[0][0], order.get(Level(kv[0][1], kv[0][2] or 1), len(order)))):
+        lead = "also linked, not counted" if context else "decides the verdict"
+        out.append((f"{lead} — {_title(tier, rank)}", gs))
+    return out
 
 
 def render_comment(data: dict[str, Any], *, repo: str | None = None,

@@ -22,6 +22,7 @@ from typing import Any
 import testdb
 from reports import charts
 from reports.comment import data_digest
+from reports.words import VERDICT_TEXT  # the legend's and the tiles' meanings, as in text
 from testdb.errors import UsageError
 from testdb.index import Index
 from testdb.names import INVALID, NameCheck, NameChecker
@@ -29,19 +30,8 @@ from testdb.schedule import VERDICTS, Placement, verdict_for
 
 REPORT_SCHEMA = "testdb-audit/report@1"
 MARKER_FILE = ".testdb-report"
-LISTS_DIR = "tests/integration/test_lists/"
 UNIT_FUNCTION = "(unit-test selection)"
 _LINT_LIMIT = 5000  # drawn a page at a time in the browser; all of them with JS off
-# What each verdict word means, for the legend and the tiles' tooltips.
-VERDICT_TEXT = {
-    "pre-merge": "runs in a stage that every PR's pipeline starts",
-    "gated": "runs before merge only when a gate opens (multi-GPU or auto-trigger stages)",
-    "post-merge-only": "runs only after merge",
-    "qa-only": "only in QA lists, outside L0 CI",
-    "waived": "every stage that would run it waives it",
-    "unscheduled": "no stage runs the line that names it: it never runs in CI",
-    "invalid": "names no test in this checkout; CI ignores it",
-}
 
 
 @dataclass
@@ -65,10 +55,6 @@ def split_test_id(test_id: str) -> tuple[str, str, str]:
     return file, function, "" if bracket < 0 else test_id[bracket:]
 
 
-def short(path: str) -> str:
-    return path[len(LISTS_DIR):] if path.startswith(LISTS_DIR) else path
-
-
 class _Paths:
     """Interns evidence paths per detail file (most cells share a handful of list files)."""
 
@@ -79,7 +65,7 @@ class _Paths:
     def __call__(self, path: str) -> int:
         if path not in self._idx:
             self._idx[path] = len(self.items)
-            self.items.append(short(path))
+            self.items.append(path)  # as recorded: relative to the root, openable as path:line
         return self._idx[path]
 
 
@@ -126,7 +112,7 @@ def _lint_rows(index: Index, inventory: Any = None) -> list[dict[str, Any]]:
     for d in found:
         loc = getattr(d, "loc", None)
         sev = getattr(getattr(d, "severity", None), "value", getattr(d, "severity", "info"))
-        row = {"path": short(str(getattr(loc, "path", "") or "")),
+        row = {"path": str(getattr(loc, "path", "") or ""),
                "line": int(getattr(loc, "line", 0) or 0), "severity": str(sev),
                "rule": str(getattr(d, "rule", "") or ""), "message": str(getattr(d, "message", d))}
         rows.setdefault(f"{row['path']}:{row['line']}:{row['message']}", row)
@@ -274,6 +260,7 @@ def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str,
                 for f in sorted(audit["findings"], key=lambda f: rank.get(f["severity"], 3))]
     behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
                    "verdict": b["verdict"], "tier": b.get("tier") or "none",
+                   "evidence": _evidence_words(b),
                    "guards": [guard(g["test_id"], g)
                               for g in b["guards"].get(b.get("tier") or "", [])
                               if g.get("decides") is not False]}  # weaker ranks: context
@@ -290,6 +277,13 @@ def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str,
             "bot_alternative_cost": _cost(sug.get("alternative") or {}),
             "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
             "diff": p.get("diff") or "-"}
+
+
+def _evidence_words(b: dict[str, Any]) -> str:
+    """What decides a behaviour's verdict, in words (the tier and rank codes stay in JSON)."""
+    from reports.comment import decided_words
+
+    return decided_words(b).removeprefix("decided by: ")
 
 
 def _results_view(results: list[dict[str, Any]], where: dict[str, list[Any]]

@@ -6,9 +6,10 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from auditor.evidence import LEVEL_TITLES, RANKS, Level
+from auditor.evidence import LEVEL_TITLES, Level
 from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, BehaviourResult, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
+from reports.words import with_legend
 
 
 def audit_json(a: Audit) -> dict[str, Any]:
@@ -126,11 +127,8 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     p = data["provenance"]
     out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
     out.append(f"base {str(p.get('base') or '-')[:12]}  head {str(p.get('head') or '-')[:12]}  "
-               f"diff {p.get('diff') or '-'}  gates: multi-GPU "
-               f"{'open' if data['gates'].get('multi_gpu') else 'closed'}"
-               + (f", auto-trigger {', '.join(data['gates']['auto_trigger_tags'])}"
-                  if data["gates"].get("auto_trigger_tags") else "")
-               + (f"  bot: {p['bot_command']}" if p.get("bot_command") else ""))
+               f"diff {p.get('diff') or '-'}")
+    out.extend(_wrap(pipeline_words(data), width, ""))
     if data["findings"]:
         out.append("")
         out.append(paint("Findings", None, colour, bold=True))
@@ -152,11 +150,9 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
             out.extend(_wrap("pre-merge guards: " + ", ".join(short_id(t) for t in pm[:4])
                              + (f" +{n - 4}" if n > 4 else ""), width, "  "))
         for level, gs, total in _levels(b):
-            mark = "*" if gs[0].get("decides", level.tier == b["tier"]) else " "
-            name = level.label() if len(RANKS.get(level.tier, ())) > 1 else level.tier
-            out.append(f" {mark}{name}: {LEVEL_TITLES.get(level, TIER_TITLES[level.tier])} "
-                       f"({total})" + ("  <- decides the verdict" if mark == "*"
-                                       else "  (context: not counted)"))
+            decides = gs[0].get("decides", level.tier == b["tier"])
+            lead = "decides the verdict" if decides else "also linked, not counted"
+            out.extend(_wrap(f"{lead}: {level_title(level)} ({total})", width, "  "))
             for g in gs[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
                 out.append(f"     {short_id(g['test_id'])}  {gv}")
@@ -173,7 +169,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     for lc in data["list_changes"]:
         out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
     for n in data["notes"]:
-        out.append(f"note: {n}")
+        out.extend(_wrap(f"note: {n}", width, ""))
     sug = data.get("suggestion") or {}
     if sug:
         out.append("")
@@ -184,7 +180,43 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         if alt:
             out.append(f"  or: {alt['command']}")
             out.append(f"    {cost_text(alt)}")
-    return "\n".join(out)
+    return with_legend("\n".join(out), width, AUDIT_VERDICT_TEXT)
+
+
+# A guard's verdict in an audit is for this PR's pipeline (gates open or closed as this PR
+# leaves them), not the test's verdict across all PRs that `where` prints.
+AUDIT_VERDICT_TEXT = {
+    "pre-merge": "runs in a stage this PR's pipeline starts",
+    "gated": "runs before merge only in a gated stage this PR's pipeline does not start",
+}
+
+
+def level_title(level: Level) -> str:
+    """An evidence level in words (``a parameter value and its name are on the changed
+    lines``); its code (tier and rank) is in the JSON only."""
+    return LEVEL_TITLES.get(level) or TIER_TITLES.get(level.tier, level.tier)
+
+
+def pipeline_words(data: dict[str, Any]) -> str:
+    """What this PR's pipeline starts, in words: ``2 stages start; multi-GPU stages do not
+    (no changed file is on the multi-GPU path list)``."""
+    gates = data.get("gates") or {}
+    pipe = data.get("pipeline") or {}
+    started = pipe.get("started") or {}
+    bits = [f"{len(started)} stage{'s' * (len(started) != 1)} start" if pipe else ""]
+    if gates.get("multi_gpu"):
+        hit = gates.get("multi_gpu_paths_hit") or []
+        bits.append("multi-GPU stages start" + (f" ({', '.join(hit[:3])} on their path list)"
+                                                 if hit else ""))
+    else:
+        bits.append("multi-GPU stages do not (no changed file is on their path list)")
+    tags = gates.get("auto_trigger_tags") or []
+    if tags:
+        bits.append(f"auto-trigger stages start for {', '.join(tags)}")
+    p = data.get("provenance") or {}
+    if p.get("bot_command"):
+        bits.append(f"judged under {p['bot_command']}")
+    return "this PR's pipeline: " + "; ".join(b for b in bits if b)
 
 
 def cost_text(s: dict[str, Any], shown: int = 4) -> str:

@@ -6,14 +6,9 @@ from itertools import groupby
 from typing import Any
 
 from reports.common import VERDICT_COLOURS, paint
+from reports.words import with_legend
 
 WHERE_SCHEMA = "testdb-audit/where@2"
-
-
-def short(path: str) -> str:
-    """Paths are printed as they are recorded: relative to the checkout root, the spelling
-    ``audit`` and ``lint`` use, which an editor or terminal opens as ``path:line``."""
-    return path
 
 
 def where_json(pattern: str, records: list[dict[str, Any]],
@@ -68,30 +63,50 @@ def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 1
             qa = []
             for p in t["placements"]:
                 if p["kind"] == "qa":
-                    qa.append(f"{short(p['path'])}:{p['line']}"
+                    qa.append(f"{p['path']}:{p['line']}"
                               + (" (waived)" if p["waived_by"] else ""))
                     continue
-                term = p["stage_term"] or "any stage"
-                out.append(f"    {short(p['path'])}:{p['line']}  block :{p['block_line']} "
-                           f"{term}  context {p['context']}")
+                out.append(f"    {p['path']}:{p['line']}  {block_words(p)}")
                 if t["verdict"] == "invalid":
                     continue  # CI ignores the line: no stage runs it
                 if not p["stages"]:
                     out.append("      " + paint("no stage runs this block", "red", colour))
+                common = common_assumed(p["stages"])
                 w = max((len(r["name"]) for r in p["stages"]), default=0)
                 for r in p["stages"]:
                     line = (f"      {r['name']:<{w}}  shard {r['shard']}/{r['splits']}  "
                             f"{paint(r['class'], VERDICT_COLOURS.get(r['verdict']), colour)}"
                             + _why(r))
                     if r["waived_by"]:
-                        line += "  WAIVED " + ", ".join(f"{short(x['path'])}:{x['line']}"
+                        line += "  WAIVED " + ", ".join(f"{x['path']}:{x['line']}"
                                                         for x in r["waived_by"])
-                    if r["assumed"]:
-                        line += "  assumed: " + ",".join(r["assumed"])
+                    extra = [k for k in r["assumed"] if k not in common]
+                    if extra:  # only what this stage assumes beyond the block's shared line
+                        line += "  also assumed: " + ", ".join(extra)
                     out.append(line)
+                if common:
+                    out.append("      assumed: " + ", ".join(common))
             if qa:
                 out.extend(_wrap("    QA: ", qa, width))
-    return "\n".join(out)
+    return with_legend("\n".join(out), width)
+
+
+def block_words(p: dict[str, Any]) -> str:
+    """``in the pre_merge block at line 3``; the context only when it is not the file's stem
+    (the usual case says nothing new)."""
+    term = p.get("stage_term")
+    words = (f"in the {term} block at line {p['block_line']}" if term
+             else f"in the block at line {p['block_line']} (every stage)")
+    stem = str(p["path"]).rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return words + (f", context {p['context']}" if p.get("context") != stem else "")
+
+
+def common_assumed(stages: list[dict[str, Any]]) -> list[str]:
+    """The facts every stage of a block assumes: said once under the block, not per stage."""
+    if not stages:
+        return []
+    shared = set(stages[0]["assumed"]).intersection(*(r["assumed"] for r in stages[1:]))
+    return [k for k in stages[0]["assumed"] if k in shared]
 
 
 def _note(t: dict[str, Any]) -> str:
@@ -158,7 +173,7 @@ def where_markdown(pattern: str, tests: list[dict[str, Any]],
         stages = sorted({f"{r['name']} ({r['shard']}/{r['splits']}, {r['class']}"
                          + (", waived" if r["waived_by"] else "") + ")"
                          for p in t["placements"] for r in p["stages"]})
-        lines = [f"{short(p['path'])}:{p['line']}" for p in t["placements"]]
+        lines = [f"{p['path']}:{p['line']}" for p in t["placements"]]
         if t.get("listed") is False:
             lines = [f"defined at {_at(t['defined_at'])}"]
         verdict = f"**{t['verdict']}**"

@@ -15,6 +15,11 @@
     if (document.body && document.body.dataset.page === "function") { renderFunction(); }
   };
 
+  // A list path:line as every output spells it (relative to the root, so an editor opens it),
+  // allowed to wrap after each "/" in a narrow matrix cell.
+  function loc(path, line) {
+    return esc(path + ":" + line).split("/").join("/<wbr>");
+  }
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
@@ -391,7 +396,7 @@
             d.paths[x[0]] + ":" + x[1] + (x[5] ? " · assumed " + x[5] : "");
         }).join("\n");
         return '<td class="c v-' + v + '" title="' + esc(tip) + '">' + c.map(function (x) {
-          return esc(d.paths[x[0]].split("/").pop() + ":" + x[1]) +
+          return loc(d.paths[x[0]], x[1]) +
             (x[3] > 1 ? " <small>" + x[2] + "/" + x[3] + "</small>" : "");
         }).join("<br>") + "</td>";
       }).join("");
@@ -408,7 +413,8 @@
     $("fn-lines").innerHTML = fn.params.map(function (p) {
       var items = p.lines.map(function (l) {
         return "<li><code>" + esc(d.paths[l[0]] + ":" + l[1]) + "</code> context <b>" +
-          esc(l[2]) + "</b>, block :" + l[3] + " (" + esc(l[4]) + ")" +
+          esc(l[2]) + "</b>, " + (l[4] === "any" ? "block at line " + l[3] + " (every stage)"
+            : esc(l[4]) + " block at line " + l[3]) +
           (l[5] ? " <small>" + esc(l[5]) + "</small>" : "") + (l[6] ? " " + esc(l[6]) : "") +
           "</li>";
       }).concat(p.qa.map(function (q) {

@@ -495,17 +495,20 @@ def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, 
         if f["function"] == function and f["rule"] == "no-pre-merge-guard":
             assert set(f["guards"]) == deciding
     text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
-    label = (decided_by["tier"] if decided_by["tier"] != "parameter"
-             else f"parameter/{decided_by['rank']}")
-    [decides] = [ln for ln in text.splitlines() if ln.endswith("<- decides the verdict")]
-    assert decides.startswith(f" *{label}: ")
+    # The levels in words (their codes are in the JSON only), the deciding one said so once.
+    from auditor.evidence import LEVEL_TITLES, Level
+
+    flat = " ".join(text.split())
+    title = LEVEL_TITLES[Level(decided_by["tier"], decided_by["rank"])]
+    assert flat.count("decides the verdict: ") == 1
+    assert f"decides the verdict: {title} ({len(deciding)})" in flat
     for rank in {r for r in context.values()}:
-        assert any(ln.startswith(f"  parameter/{rank}: ") and ln.endswith("(context: not counted)")
-                   for ln in text.splitlines())
+        assert f"also linked, not counted: {LEVEL_TITLES[Level('parameter', rank)]}" in flat
+    assert "parameter/" not in text
     markdown = render_comment(data)
     for tid in context:  # the PR comment lists weaker links only as context
         rows = [ln for ln in markdown.splitlines() if f"`{tid}`" in ln]
-        assert rows and all("(context, not counted)" in ln for ln in rows)
+        assert rows and all("also linked, not counted" in ln for ln in rows)
 
 
 def test_a_listed_name_that_names_no_test_never_guards(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]

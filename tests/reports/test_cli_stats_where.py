@@ -79,13 +79,13 @@ def test_where_text_shows_the_canonical_answer() -> None:
     trt = text.split("[attn_backend=TRTLLM]")[1].split("\n  [")[0]
     assert fi.startswith("  GATED") and trt.startswith("  PRE-MERGE")
     # Paths as audit and lint print them: relative to the checkout root, openable as path:line.
-    assert re.search(r"^    tests/integration/test_lists/test-db/l0_h100\.yml:\d+ +block :\d+ "
-                     r"post_merge", fi, re.M)
-    assert re.search(r"test-db/l0_dgx_h100\.yml:\d+ +block :\d+ pre_merge", fi)
+    assert re.search(r"^    tests/integration/test_lists/test-db/l0_h100\.yml:\d+ +in the "
+                     r"post_merge block at line \d+$", fi, re.M)
+    assert re.search(r"test-db/l0_dgx_h100\.yml:\d+ +in the pre_merge block at line \d+", fi)
     assert re.search(r"DGX_H100-4_GPUs-PyTorch-\S+ +shard \d+/\d+ +gated "
                      r"\(multi-GPU path list, --add-multi-gpu-test\)", fi)
     assert "QA: tests/integration/test_lists/qa/" in fi
-    assert re.search(r"test-db/l0_h100\.yml:\d+ +block :\d+ pre_merge", trt)
+    assert re.search(r"test-db/l0_h100\.yml:\d+ +in the pre_merge block at line \d+", trt)
     assert re.search(r"DGX_H100-PyTorch-\d +shard \d+/\d+ +pre-merge", trt)
 
 

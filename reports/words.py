@@ -1,0 +1,88 @@
+"""The words the text outputs use, each said once in a legend under the output that used it."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# What each verdict word means (the text legend, the HTML legend and the tiles' tooltips).
+VERDICT_TEXT = {
+    "pre-merge": "runs in a stage that every PR's pipeline starts",
+    "gated": "runs before merge only when a gate opens (multi-GPU or auto-trigger stages)",
+    "post-merge-only": "runs only after merge",
+    "qa-only": "only in QA lists, outside L0 CI",
+    "waived": "every stage that would run it waives it",
+    "unscheduled": "no stage runs the line that names it: it never runs in CI",
+    "invalid": "names no test in this checkout; CI ignores it",
+}
+
+
+class Term(NamedTuple):
+    """A word of the text output: shown in the legend when ``pattern`` occurs in the output."""
+
+    word: str
+    pattern: str  # a regular expression over the uncoloured output
+    meaning: str
+
+
+def _verdict(v: str) -> Term:
+    # Upper case where a test's verdict is printed; lower case where a guard's or a stage's is.
+    return Term(v, rf"(?<![\w-]){re.escape(v)}(?![\w-])|(?<![\w-]){re.escape(v.upper())}(?![\w-])",
+                VERDICT_TEXT[v])
+
+
+TERMS: tuple[Term, ...] = (
+    *(_verdict(v) for v in VERDICT_TEXT),
+    Term("context", r"\bcontext [\w.-]+",
+         "a test-db list name (the top key of its YAML file); each Jenkins stage names one"),
+    Term("block at line N", r"\bblock at line \d+",
+         "the test-db block (a condition and its tests) that holds the line; the stages whose "
+         "facts meet its condition run it"),
+    Term("shard i/n", r"\bshard \d+/\d+",
+         "the stage runs part i of n of its tests (split by .test_durations, as pytest-split)"),
+    Term("assumed", r"\bassumed\b",
+         "the block's condition names a fact the stage does not state (a Kubernetes stage's "
+         "gpu, say); CI counts it as met, so the match rests on that assumption "
+         "(--platform-facts states them)"),
+    Term("QA", r"(?m)^\s*QA: |\bQA [\w.-]+",
+         "QA lists, run by release testing outside the L0 pipeline"),
+    Term("tokens", r"(?m)^\s*tokens: ",
+         "the names and values on the changed lines that tests are linked by"),
+    Term("decides the verdict", r"(?m)^\s*decides the verdict: ",
+         "the strongest evidence found; only these tests count as guards"),
+    Term("also linked", r"(?m)^\s*also linked, not counted: ",
+         "weaker evidence, shown for context; never counted as a guard"),
+    Term("runs via", r"\bruns via `",
+         "the unit-test list line (a directory, maybe with -k) that runs the test"),
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def used_terms(text: str, terms: tuple[Term, ...] = TERMS) -> list[Term]:
+    """The terms that ``text`` uses, in the legend's order."""
+    plain = _ANSI.sub("", text)
+    return [t for t in terms if re.search(t.pattern, plain)]
+
+
+def legend(text: str, width: int = 100, meanings: dict[str, str] | None = None) -> list[str]:
+    """``Legend:`` and one wrapped line per term that ``text`` uses; nothing when none is.
+    ``meanings`` overrides what a word means in this output (an audit's verdicts are for one
+    PR)."""
+    import textwrap
+
+    terms = used_terms(text)
+    if not terms:
+        return []
+    pad = max(len(t.word) for t in terms) + 4
+    out = ["", "Legend:"]
+    for t in terms:
+        meaning = (meanings or {}).get(t.word, t.meaning)
+        out.extend(textwrap.wrap(meaning, width, initial_indent=f"  {t.word:<{pad - 2}}",
+                                 subsequent_indent=" " * pad, break_on_hyphens=False))
+    return out
+
+
+def with_legend(text: str, width: int = 100, meanings: dict[str, str] | None = None) -> str:
+    """``text`` and, under it, the legend of the words it uses."""
+    return "\n".join([text, *legend(text, width, meanings)])
