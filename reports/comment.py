@@ -219,7 +219,13 @@ def decided_words(b: dict[str, Any]) -> str:
     tier = d.get("tier") or b.get("tier")
     if not tier:
         return "no test is linked to it"
-    return "decided by: " + (d.get("title") or _title(tier, int(d.get("rank") or 0)))
+    return "decided by: " + str(d.get("title") or _title(str(tier), _rank(d.get("rank"))))
+
+
+def _rank(value: Any) -> int:
+    """A level's rank as written; anything but a positive int (an older or hand-edited audit)
+    is 0: the tier's title names it."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _title(tier: str, rank: int) -> str:
@@ -241,7 +247,7 @@ def guard_groups(b: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
     for tier, gs in b["guards"].items():
         for g in gs:
             decides = g.get("decides", tier == b.get("tier"))  # older audits: by tier
-            key = (decides is False, tier, int(g.get("rank") or 0))
+            key = (decides is False, tier, _rank(g.get("rank")))
             groups.setdefault(key, []).append(g)
     order = {lv: i for i, lv in enumerate(LEVELS)}
     out = []

@@ -143,7 +143,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         v = paint(b["verdict"].upper(), VERDICT_COLOURS.get(b["verdict"], "red"), colour,
                   bold=True)
         out.append(f"{b['function']}  ({b['path']}:{b['line']}, {b['status']})  {v}")
-        out.extend(_wrap(f"tokens: {', '.join(b['tokens'][:12]) or '-'}", width, "  "))
+        out.extend(_wrap(f"changed tokens: {', '.join(b['tokens'][:12]) or '-'}", width, "  "))
         if b["pre_merge_guards"]:
             pm = b["pre_merge_guards"]
             n = b.get("pre_merge_guard_count", len(pm))

@@ -272,7 +272,9 @@ LEGEND_CASES = [
     ("in the pre_merge block at line 3", "block at line N"),
     ("S-1  shard 1/2  pre-merge", "shard i/n"),
     ("      assumed: gpu", "assumed"), ("    QA: a.txt:1", "QA"), ("stages: QA llm_core", "QA"),
-    ("  tokens: a, b", "tokens"), ("  decides the verdict: x (1)", "decides the verdict"),
+    ("  changed tokens: a, b", "changed tokens"),
+    ("  WARNING a.yml:3  [post-merge-guard]", "[rule]"),
+    ("  decides the verdict: x (1)", "decides the verdict"),
     ("  also linked, not counted: x (2)", "also linked"), ("; runs via `unittest/x`", "runs via"),
 ]
 
@@ -302,3 +304,40 @@ def test_where_text_without_the_cli_has_the_legend_too() -> None:
            "placements": []}
     text = where_text([rec])
     assert text.splitlines()[-1].startswith("  unscheduled")
+
+
+def test_the_readme_first_screen_is_what_the_command_prints(run_cli: RunCli,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """README.md's first example output, abridged with `...` lines: every other line is a
+    line of the real output, in order."""
+    from tests.conftest import REPO
+
+    readme = Path(REPO, "README.md").read_text(encoding="utf-8")
+    block = readme.split("What the first command prints (abridged):\n\n```\n", 1)[1]
+    shown = [ln for ln in block.split("\n```", 1)[0].splitlines() if ln.strip() != "..."]
+    monkeypatch.chdir(REPO)  # the README's command, from a clone's top directory
+    out = run_cli("--root", "examples/flashinfer-reuse", "audit", "--diff",
+                  "examples/flashinfer-reuse/pr.diff").out.splitlines()
+    at = 0
+    for ln in shown:
+        assert ln in out[at:], f"README line not in the output (in order): {ln!r}"
+        at = out.index(ln, at) + 1
+
+
+def test_a_hand_edited_rank_falls_back_to_the_tier_title(run_cli: RunCli, tmp_path: Path) -> None:
+    """The levels' words come from tier and rank; a rank that is not a positive int (an older
+    or edited audit) names the tier instead of failing (it was exit 3)."""
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    b = data["behaviours"][0]
+    b["decided_by"] = {"tier": "parameter", "rank": "y"}
+    for gs in b["guards"].values():
+        for g in gs:
+            g["rank"] = "x"
+    bad = tmp_path / "audit.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    res = run_cli("comment", "--audit", str(bad))
+    assert res.code == 0, res.err
+    assert "decides the verdict — parametrization names a changed token: " in res.out
+    res = run_cli("--root", EXAMPLE, "report", "--html", str(tmp_path / "r"), "--audit", str(bad))
+    assert res.code == 0, res.err
