@@ -77,6 +77,11 @@ CLI_CASES = [
     ("audit smoke", SMOKE, ["audit", "--diff", os.path.join(SMOKE, "pr.diff")], 1),
     ("lint corpus", CORPUS, ["lint", "--fail-on", "never"], 300),
     ("lint example", EXAMPLE, ["lint", "--fail-on", "never"], 0),
+    ("launch dry run", EXAMPLE, ["launch", "test_chunked_prefill[attn_backend=FLASHINFER]",
+                                 "--dry-run"], 1),
+    ("promote dry run", EXAMPLE, ["promote", "accuracy/test_llm_api_pytorch.py::"
+                                  "TestLlama3_1_8BInstruct::test_chunked_prefill"
+                                  "[attn_backend=FLASHINFER]", "--dry-run", "--create-block"], 2),
     ("comment example", EXAMPLE, ["comment", "--diff", PR], 4),
     ("comment example with links", EXAMPLE, ["comment", "--diff", PR, "--repo", "o/n",
                                              "--head-sha", "a" * 40], 8),
