@@ -304,6 +304,14 @@ def _js(prefix: str, payload: Any) -> str:
     return f"{prefix}({json.dumps(payload, ensure_ascii=True, separators=(',', ':'))});\n"
 
 
+def _path_html(path: str) -> Any:
+    """A root-relative path that a narrow column wraps after each ``/`` (``<wbr>``: copied
+    text stays the path), never inside a name."""
+    from markupsafe import Markup, escape
+
+    return Markup("/<wbr>").join(escape(part) for part in str(path).split("/"))
+
+
 def render_files(view: ReportView) -> dict[str, str]:
     """Relative path -> text of every generated (non-static) file."""
     import jinja2
@@ -311,6 +319,7 @@ def render_files(view: ReportView) -> dict[str, str]:
     env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
+    env.filters["path"] = _path_html
     out = {"index.html": env.get_template("index.html.j2").render(page=view.page),
            "function.html": env.get_template("function.html.j2").render(page=view.page),
            "data.js": _js("TESTDB_DATA", view.data)}
