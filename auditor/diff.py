@@ -66,11 +66,17 @@ def _require_repo(root: str) -> None:
 
 
 def _git(root: str, *args: str) -> str:
+    return run_git(root, *args)
+
+
+def run_git(root: str, *args: str, input_text: str | None = None, timeout: float = 120,
+            missing_hint: str = "install git or use --diff FILE") -> str:
+    """``git -C root ARGS``'s output; a failure is an ExternalError naming the command."""
     try:
         proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
-                              timeout=120, check=False)
+                              input=input_text, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise ExternalError("git is not installed", hint="install git or use --diff FILE") from None
+        raise ExternalError("git is not installed", hint=missing_hint) from None
     if proc.returncode != 0:
         raise ExternalError(f"git {' '.join(args[:3])} failed: {proc.stderr.strip()[:500]}",
                             hint="check that --root is a git checkout and the revisions exist")

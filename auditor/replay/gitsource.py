@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from auditor.diff import run_git
 from testdb.errors import ExternalError, UsageError
 
 # A tree entry: (mode, blob sha). Submodules (mode 160000) have no blob and are left out.
@@ -32,15 +33,7 @@ class CommitInfo:
 
 
 def git(repo: str, *args: str, input_text: str | None = None) -> str:
-    try:
-        proc = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
-                              input=input_text, timeout=300, check=False)
-    except FileNotFoundError:
-        raise ExternalError("git is not installed", hint="install git") from None
-    if proc.returncode != 0:
-        raise ExternalError(f"git {' '.join(args[:3])} failed: {proc.stderr.strip()[:500]}",
-                            hint="check that --root is a git checkout and the revisions exist")
-    return proc.stdout
+    return run_git(repo, *args, input_text=input_text, timeout=300, missing_hint="install git")
 
 
 def first_parent_commits(repo: str, rev_range: str) -> list[CommitInfo]:
