@@ -37,6 +37,8 @@
     return "function.html#f=" + f + "&n=" + n + (p ? "&p=" + encodeURIComponent(p) : "");
   }
   function $(id) { return document.getElementById(id); }
+  /* "1 parametrization", "2 parametrizations": every count a page prints agrees with its noun. */
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   /* Marks the first rows as drawn: tests wait on data-ready, benchmarks read the mark. */
   function ready() {
     if (document.body.dataset.ready !== "1" && window.performance && performance.mark) {
@@ -129,7 +131,7 @@
         : self.dir > 0 ? "ascending" : "descending");
     });
     o.count.dataset.count = String(this.view.length);
-    o.count.textContent = this.view.length + " of " + this.total + " rows";
+    o.count.textContent = this.view.length + " of " + plural(this.total, "row");
     drawPager(o.pager, this.page, pages, start, slice.length, this.view.length,
       function (page) { self.page = page; self.render(pages); });
     if (o.after) { o.after(this.view); }
@@ -327,7 +329,7 @@
       rows.forEach(function (r) { r.hidden = !visible.has(r); });
       var count = $("lint-count");
       count.dataset.count = String(kept.length);
-      count.textContent = kept.length + " of " + rows.length + " findings";
+      count.textContent = kept.length + " of " + plural(rows.length, "finding");
       drawPager($("lint-pager"), page, pages, page * LINT_PAGE_SIZE, shown.length, kept.length,
         function (to) { page = to; refresh(); });
     };
@@ -375,8 +377,8 @@
     var hasResults = fn.params.some(function (p) { return results[p.id]; });
     document.title = "testdb-audit: " + fn.name;
     $("fn-title").textContent = fn.name;
-    $("fn-file").innerHTML = "<code>" + esc(d.name) + "</code> · " + fn.params.length +
-      " parametrizations · " + fn.stages.length + " stages";
+    $("fn-file").innerHTML = "<code>" + esc(d.name) + "</code> · " +
+      plural(fn.params.length, "parametrization") + " · " + plural(fn.stages.length, "stage");
     var head = "<tr><th>parametrization</th><th>verdict</th>" +
       (hasResults ? "<th>launch</th>" : "") +
       fn.stages.map(function (i) {
@@ -403,7 +405,7 @@
       var qa = p.qa.length ? '<td class="c v-' + (p.qa.every(function (q) { return q[3]; })
         ? "waived" : "qa-only") + '" title="' + esc(p.qa.map(function (q) {
           return d.paths[q[0]] + ":" + q[1] + (q[3] ? " (waived)" : "");
-        }).join("\n")) + '">' + p.qa.length + " lists</td>" : '<td class="empty"></td>';
+        }).join("\n")) + '">' + plural(p.qa.length, "list") + "</td>" : '<td class="empty"></td>';
       var r = results[p.id];
       return "<tr id=\"p" + row + "\"" + hl + "><th><code>" + esc(p.params || "(no parameters)") +
         "</code></th><td>" + badge(p.verdict) + "</td>" +
@@ -433,12 +435,12 @@
         : '<a href="' + fnHref(d.file, i) + '">' + esc(g.name) + "</a>") + "</li>";
     }).join("");
     var target = document.querySelector("#matrix tr.hl");
-    $("fn-status").textContent = fn.params.length + " rows";
+    $("fn-status").textContent = plural(fn.params.length, "row");
     var missing = $("fn-missing");
     missing.hidden = !(h.p && !target);
     if (h.p && !target) {
       missing.innerHTML = "No test list names <code>" + esc(fn.name + h.p) + "</code>: it is not " +
-        "among the " + fn.params.length + " listed parametrizations below.";
+        "among the " + plural(fn.params.length, "listed parametrization") + " below.";
     }
     if (target) { target.scrollIntoView({ block: "center" }); }
     ready();

@@ -128,3 +128,25 @@ def test_report_dir_can_move(site: tuple[Path, str], page: Page,
     shutil.copytree(root / "fi", moved)
     pg = page.open((moved / "index.html").as_uri())
     assert pg.locator("#audit .finding").count() == 2
+
+
+def test_counts_agree_with_their_nouns(site: tuple[Path, str], page: Page) -> None:
+    """A function of one parametrization says "1 parametrization", not "1 parametrizations"
+    (QA 12e); one of several keeps the plural."""
+    root, base = site
+    data = json.loads((root / "trtllm" / "data.js").read_text(encoding="utf-8")
+                      [len("TESTDB_DATA("):-3])
+    totals = {(f[0], f[2]): sum(f[3:]) for f in data["functions"]}
+    one = next(k for k, n in totals.items() if n == 1)
+    many = next(k for k, n in totals.items() if n > 1)
+    pg = page.open(f"{base}/trtllm/function.html#f={one[0]}&n={one[1]}")
+    pg.wait_for_selector("body[data-page='function'][data-ready='1']")
+    head = pg.inner_text("#fn-file")
+    assert "· 1 parametrization ·" in head, head
+    assert pg.inner_text("#fn-status") == "1 row"
+    stages = len(pg.eval_on_selector_all("#matrix thead th.st", "hs => hs")) - 1  # less QA lists
+    assert head.endswith(f"{stages} stage" + ("s" if stages != 1 else ""))
+    pg = page.open(f"{base}/trtllm/function.html#f={many[0]}&n={many[1]}")
+    pg.wait_for_selector("body[data-page='function'][data-ready='1']")
+    assert f"· {totals[many]} parametrizations ·" in pg.inner_text("#fn-file")
+    assert pg.inner_text("#fn-status") == f"{totals[many]} rows"
