@@ -110,6 +110,7 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
     result.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f.severity],
                                         f.path, f.line))
     result.suggestion = suggest(index, aud.pipeline, result.findings)
+    aud.save()  # what the next audit can reuse (unit-test selections)
     return result
 
 

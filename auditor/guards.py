@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.model import Run
@@ -25,12 +25,21 @@ class GuardLocator:
     index: Index
     pipeline: PrPipeline  # the stages this PR's pipeline starts (testdb.pipeline.pr_stages)
     inventory: Any = None
+    cache_dir: str | None = None  # where unit-test selections are kept between runs (None: not)
     _lines: Any = None  # testdb.inventory.select.SelectionIndex, built on first use
     _names: Any = None  # testdb.names.NameChecker over the inventory, built on first use
+    _via: dict[tuple[str, ...], tuple[str, str, tuple[Run, ...], str]] = field(
+        default_factory=dict)  # runs() of unit tests listed only through these selections
 
     @classmethod
-    def build(cls, index: Index, pipeline: PrPipeline, inventory: Any) -> GuardLocator:
-        return cls(index, pipeline, inventory=inventory)
+    def build(cls, index: Index, pipeline: PrPipeline, inventory: Any,
+              cache_dir: str | None = None) -> GuardLocator:
+        return cls(index, pipeline, inventory=inventory, cache_dir=cache_dir)
+
+    def save(self) -> None:
+        """Keep what was learnt for the next run (the selections evaluated)."""
+        if self._lines is not None:
+            self._lines.save()
 
     def selections_for(self, test_id: str) -> list[Entry]:
         """The ``unittest/...`` list lines that select one unit-test id."""
@@ -40,8 +49,8 @@ class GuardLocator:
         if self._lines is None:
             from testdb.inventory.select import SelectionIndex
 
-            self._lines = SelectionIndex(e for c in self.index.contexts.values()
-                                         for e in c.entries)
+            self._lines = SelectionIndex((e for c in self.index.contexts.values()
+                                          for e in c.entries), self.inventory, self.cache_dir)
         found: list[Entry] = self._lines.lines_for(item)
         return found
 
@@ -71,7 +80,20 @@ class GuardLocator:
         """(schedule verdict, effective verdict for this change, runs, via-selection)."""
         if self.names_no_test(test_id):
             return "invalid", "invalid", (), ""  # CI ignores the lines: nothing runs, ever
-        placements, via = self.placements(test_id)
+        if test_id.startswith("unittest/") and test_id not in self.index.schedule.placements:
+            # Listed only through selections: the answer is the selections' (most unit tests
+            # share a few), worked out once for each set of them.
+            key = tuple(sel.test for sel in self.selections_for(test_id)) if "::" in test_id \
+                else ()
+            got = self._via.get(key)
+            if got is None:
+                got = self._via[key] = self._runs_from(*self.placements(test_id))
+            return got
+        return self._runs_from(*self.placements(test_id))
+
+    def _runs_from(self, placements: list[Placement], via: str
+                ) -> tuple[str, str, tuple[Run, ...], str]:
+        """``runs`` of a test placed by ``placements`` (``via``: the selection that does)."""
         runs: list[Run] = []
         plain: list[str] = []
         for_pr: list[str] = []

@@ -3,7 +3,10 @@ symbol, declared, module), each returning Evidence; the verdict is auditor.verdi
 
 from __future__ import annotations
 
+import gc
 import heapq
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from auditor.behaviour import Behaviour
@@ -59,7 +62,10 @@ class Auditor(Candidates):
         inventory = (inventory if inventory is not None
                      else _static_inventory(change.root, texts, gone))
         super().__init__(index, change.root, graph, inventory, texts)
-        self.locator = GuardLocator.build(index, self.pipeline, self.inventory)
+        from testdb.inventory.cache import default_cache_dir
+
+        self.locator = GuardLocator.build(index, self.pipeline, self.inventory,
+                                          str(default_cache_dir()))
         self.coverage = coverage
         self.common_tokens: set[str] = set()
         self._guards: dict[Evidence, Guard] = {}
@@ -71,10 +77,18 @@ class Auditor(Candidates):
         self._file_parts: dict[str, tuple[Decision, list[tuple[int, str]], frozenset[str]]] = {}
         self._effective: dict[str, str] = {}
 
+    def save(self) -> None:
+        """Keep what this audit learnt that the next one can use (unit-test selections)."""
+        self.locator.save()
+
     # ---- the judgement -----------------------------------------------------------------------
     def judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
         """The evidence of every tier, and the decision it supports. With no specific link
         the module tier decides; that depends only on the module, so it is judged once."""
+        with gc_paused():
+            return self._judge(b, changed_test_ids)
+
+    def _judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
         specific = self.specific_links(b, changed_test_ids)
         if not specific:
             if b.module not in self._module_judgements:
@@ -262,6 +276,19 @@ class Auditor(Candidates):
             fids = {self.module_file_id(mod) or "" for mod in self.test_importers(module)[0]}
             self._module_counts[module] = sum(len(self.items_of(f, "")) for f in fids)
         return self._module_counts[module]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC paused: judging makes ~10^5 records, none in a cycle, and each collection
+    would walk those that survived so far (a tenth of a warm audit); refcounting frees them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:

@@ -8,12 +8,16 @@ import functools
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from _pytest.mark.expression import Expression
+from typing import TYPE_CHECKING, Any
 
 from testdb.errors import InputError, SourceLoc
 from testdb.grammar import Entry
 from testdb.inventory.model import Inventory, InventoryItem
+
+if TYPE_CHECKING:  # pytest's evaluator is imported on first use (~40 ms; a warm audit
+    from _pytest.mark.expression import Expression  # reads cached selections instead)
+
+    from testdb.inventory.select_cache import SelectionCache
 
 # Options of the inner pytest that take the next word as their value.
 _VALUE_OPTIONS = frozenset({
@@ -113,17 +117,28 @@ def _selects(item: InventoryItem, specs: Sequence[str], kexpr: Expression | None
              mexpr: Expression | None, ignore: Sequence[str], ignore_glob: Sequence[str],
              deselect: Sequence[str]) -> bool:
     """Whether pytest, given these paths and options, runs ``item`` (placeholders: may run)."""
+    return _in_paths(item, specs, ignore, ignore_glob, deselect) and _matches(item, kexpr, mexpr)
+
+
+def _in_paths(item: InventoryItem, specs: Sequence[str], ignore: Sequence[str],
+              ignore_glob: Sequence[str], deselect: Sequence[str]) -> bool:
+    """The paths and node ids given, less --ignore, --ignore-glob and --deselect."""
     if not any(_under(item, spec) for spec in specs):
         return False
     if any(item.file == p or item.file.startswith(p + "/") for p in ignore):
         return False
     if any(fnmatch.fnmatch(item.file, g) for g in ignore_glob):
         return False
-    if any(_deselected(item, d) for d in deselect):
-        return False
+    return not any(_deselected(item, d) for d in deselect)
+
+
+def _matches(item: InventoryItem, kexpr: Expression | None, mexpr: Expression | None,
+             keywords: _KeywordMatcher | None = None) -> bool:
+    """-k, then -m (``keywords``: the item's matcher, when the caller made it already)."""
     if item.is_placeholder:
         return True
-    if kexpr is not None and not kexpr.evaluate(_KeywordMatcher(item.keywords)):
+    if kexpr is not None and not kexpr.evaluate(
+            keywords if keywords is not None else _KeywordMatcher(item.keywords)):
         return False
     return mexpr is None or mexpr.evaluate(_MarkMatcher(item.markers))
 
@@ -152,6 +167,8 @@ def _candidates(inv: Inventory, specs: list[str]) -> Iterable[InventoryItem]:
 def _compile(expr: str | None, option: str, loc: SourceLoc | None) -> Expression | None:
     if expr is None or not expr.strip():
         return None
+    from _pytest.mark.expression import Expression
+
     try:
         return Expression.compile(expr)
     except SyntaxError as e:
@@ -221,30 +238,98 @@ class _MarkMatcher:
 class SelectionIndex:
     """Which ``unittest/...`` list lines select a given unit-test item. Only lines whose path is
     the item's file or one of its directories are evaluated, and only against that one item:
-    resolving every selection against a whole inventory is quadratic in a large checkout."""
+    resolving every selection against a whole inventory is quadratic in a large checkout.
 
-    def __init__(self, lines: Iterable[Entry]) -> None:
+    With ``inventory`` and ``cache_dir``, a file's items are judged together the first time one
+    is asked for, and the answers are kept on disk (``testdb.inventory.select_cache``) under the
+    file's items and every line's text: a warm audit evaluates no expression (``save()``
+    writes what was evaluated)."""
+
+    def __init__(self, lines: Iterable[Entry], inventory: Any = None,
+                 cache_dir: str | None = None) -> None:
         by_path: dict[str, dict[str, Entry]] = {}
         for e in lines:
             if e.is_unittest:
                 root = e.unittest_path.split("::", 1)[0].rstrip("/")
                 by_path.setdefault(root, {}).setdefault(e.test, e)
-        self._by_path = {k: list(v.values()) for k, v in by_path.items()}
+        self._lines = [e for v in by_path.values() for e in v.values()]
+        at = {e.test: n for n, e in enumerate(self._lines)}
+        self._by_path = {k: [at[t] for t in v] for k, v in by_path.items()}
+        self._parsed: dict[int, _Line] = {}
         self._memo: dict[str, list[Entry]] = {}
+        self._inventory = inventory
+        self._files: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._store: SelectionCache | None = None
+        if inventory is not None and cache_dir is not None and self._lines:
+            from testdb.inventory.select_cache import SelectionCache
+
+            self._store = SelectionCache.open(cache_dir, [e.test for e in self._lines])
 
     def lines_for(self, item: InventoryItem) -> list[Entry]:
-        if item.nodeid not in self._memo:
-            parts = item.file.split("/")
-            found = [entry for depth in range(1, len(parts) + 1)
-                     for entry in self._by_path.get("/".join(parts[:depth]), ())
-                     if _selects_one(entry, item)]
-            self._memo[item.nodeid] = found
-        return self._memo[item.nodeid]
+        found = self._memo.get(item.nodeid)
+        if found is None:
+            found = self._memo[item.nodeid] = [self._lines[n] for n in self._positions(item)]
+        return found
+
+    def save(self) -> None:
+        """Keep the selections evaluated so far for the next run (nothing new: no write)."""
+        if self._store is not None:
+            self._store.save()
+
+    def _positions(self, item: InventoryItem) -> tuple[int, ...]:
+        if self._store is None:
+            return self._evaluate(item)
+        by_id = self._files.get(item.file)
+        if by_id is None:
+            by_id = self._files[item.file] = self._file(item.file)
+        got = by_id.get(item.nodeid)
+        return got if got is not None else self._evaluate(item)
+
+    def _file(self, file: str) -> dict[str, tuple[int, ...]]:
+        """Every item of one test file and the lines selecting it: cached, else evaluated."""
+        from testdb.inventory.select_cache import items_digest
+
+        assert self._store is not None
+        items = self._inventory.by_file(file)
+        key = items_digest(items)
+        found = self._store.get(file, key, len(items))
+        if found is None:
+            found = tuple(self._evaluate(i) for i in items)
+            self._store.put(file, key, found)
+        return {i.nodeid: p for i, p in zip(items, found, strict=True)}
+
+    def _evaluate(self, item: InventoryItem) -> tuple[int, ...]:
+        """The positions of the lines selecting ``item``: those at its file or a directory
+        above it, in that order, each by pytest's rules (``select_unittest``)."""
+        parts = item.file.split("/")
+        keywords = _KeywordMatcher(item.keywords)
+        return tuple(n for depth in range(1, len(parts) + 1)
+                     for n in self._by_path.get("/".join(parts[:depth]), ())
+                     if self._line(n).selects(item, keywords))
+
+    def _line(self, n: int) -> _Line:
+        got = self._parsed.get(n)
+        if got is None:
+            got = self._parsed[n] = _Line.of(self._lines[n])
+        return got
 
 
-def _selects_one(entry: Entry, item: InventoryItem) -> bool:
-    """``select_unittest(entry, Inventory([item]))``, without building an inventory."""
-    sel = _selection_of(entry.test)
-    return _selects(item, [p for p in sel.paths if p], _compile(sel.keyword, "-k", entry.loc),
-                    _compile(sel.markexpr, "-m", entry.loc), sel.ignore, sel.ignore_glob,
-                    sel.deselect)
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A list line's selection, parsed and compiled once: ``select_unittest`` for one item."""
+
+    specs: tuple[str, ...]
+    kexpr: Expression | None
+    mexpr: Expression | None
+    sel: Selection
+
+    @classmethod
+    def of(cls, entry: Entry) -> _Line:
+        sel = _selection_of(entry.test)
+        return cls(tuple(p for p in sel.paths if p), _compile(sel.keyword, "-k", entry.loc),
+                   _compile(sel.markexpr, "-m", entry.loc), sel)
+
+    def selects(self, item: InventoryItem, keywords: _KeywordMatcher) -> bool:
+        sel = self.sel
+        return (_in_paths(item, self.specs, sel.ignore, sel.ignore_glob, sel.deselect)
+                and _matches(item, self.kexpr, self.mexpr, keywords))
