@@ -37,6 +37,11 @@ NOT_CHECKED_MEANING = "not checked against sources"
 MAX_SUGGESTIONS = 3
 MAX_CANDIDATES = 500  # ids of one function ranked per name (CI caps its candidates too)
 NAME_CUTOFF = 0.6  # difflib ratio below which a function or class name is not suggested
+# A suggested name (``Class::function``, as CI's corrector compares them) is at most this many
+# edits from the wanted one (CI's MAX_TEST_NAME_EDIT_DISTANCE), and at most a third of the
+# wanted name's length: two short names within 6 edits of each other are any two names
+# (``test_a`` and ``test_fp8``), and a suggestion past that is noise, not help.
+MAX_NAME_DISTANCE = 6
 # A parameter id sharing no piece and no parameter name is suggested only this close: about
 # CI's MAX_TEST_PARAMETER_EDIT_DISTANCE (12), measured as (1 - difflib ratio) x length.
 PARAM_DISTANCE = 12
@@ -108,8 +113,44 @@ def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS
 
 
 def nearest_names(name: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """Function or class names close to ``name`` (difflib's ratio, as ``get_close_matches``)."""
-    return difflib.get_close_matches(name, candidates, n=limit, cutoff=NAME_CUTOFF)
+    """Function or class names close to ``name`` (difflib's ratio, as ``get_close_matches``),
+    each within ``name_budget`` edits of it."""
+    near = difflib.get_close_matches(name, candidates, n=4 * limit, cutoff=NAME_CUTOFF)
+    return [c for c in near if close_enough(name, c)][:limit]
+
+
+def name_budget(name: str) -> int:
+    """The edits a suggestion for ``name`` may differ by (see ``MAX_NAME_DISTANCE``)."""
+    return min(MAX_NAME_DISTANCE, max(1, len(name) // 3))
+
+
+def close_enough(want: str, got: str) -> bool:
+    """Whether ``got`` is within ``name_budget(want)`` edits of ``want``."""
+    return edit_distance(want, got, name_budget(want)) is not None
+
+
+def edit_distance(a: str, b: str, bound: int) -> int | None:
+    """The Levenshtein distance of ``a`` and ``b`` when it is at most ``bound``, else None.
+    Hand-written: difflib has no edit distance and the few names compared per suggestion do
+    not pay for a dependency; rows stop early once every cell is past the bound."""
+    if abs(len(a) - len(b)) > bound:
+        return None
+    if a == b:
+        return 0
+    # Each edit changes the letters' counts by at most one either way: a cheap lower bound
+    # that turns most unrelated names away before the table is filled.
+    bag_a, bag_b = Counter(a), Counter(b)
+    if max(sum((bag_a - bag_b).values()), sum((bag_b - bag_a).values())) > bound:
+        return None
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if min(cur) > bound:
+            return None
+        prev = cur
+    return prev[-1] if prev[-1] <= bound else None
 
 
 class NameChecker:
@@ -223,21 +264,29 @@ class NameChecker:
 
 def _near_functions(node: NodeId, g: _File) -> list[str]:
     """Function ids of the file nearest to a missing ``node``: same class first, then the
-    nearest classes holding a function of that name (or the nearest functions in them)."""
+    nearest classes holding a function of that name (or the nearest functions in them).
+    Each is within ``name_budget`` edits of the wanted ``Class::function`` (CI's corrector
+    compares that whole name too): past it, nothing is suggested rather than noise."""
     classes = g.classes()
     prefix = "::".join((node.file, *node.classes))
+    skip = len(node.file) + 2
+
+    def near(bases: list[str]) -> list[str]:
+        return [b for b in bases if close_enough(node.qualname, b[skip:])]
+
     found: list[str] = []
     if node.classes in classes:
-        found = [f"{prefix}::{f}" for f in nearest_names(node.function, classes[node.classes])]
+        found = near([f"{prefix}::{f}" for f in nearest_names(node.function,
+                                                              classes[node.classes])])
     if not found and node.classes:
         names = ["::".join(c) for c in classes if c]
         for cls in nearest_names("::".join(node.classes), names):
             funcs = classes[tuple(cls.split("::"))]
             pick = [node.function] if node.function in funcs else nearest_names(
                 node.function, funcs, 1)
-            found += [f"{node.file}::{cls}::{f}" for f in pick]
+            found += near([f"{node.file}::{cls}::{f}" for f in pick])
     if not found:  # a module-level function, or nothing close in the classes
-        qualnames = {b[len(node.file) + 2:]: b for b in g.functions}
+        qualnames = {b[skip:]: b for b in g.functions}
         found = [qualnames[q] for q in nearest_names(node.qualname, list(qualnames))]
     return found[:MAX_SUGGESTIONS]
 

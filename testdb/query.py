@@ -34,7 +34,10 @@ def _glob(pattern: str) -> str:
 
 
 def match_ids(ids: list[str], pattern: str) -> list[str]:
-    """Test ids the pattern names, in a stable order."""
+    """Test ids the pattern names, in a stable order: an exact id; a function (``func``,
+    ``Class::func``, ``file.py::Class::func``: every parametrization) or one parametrization
+    (``func[params]``); a scope holding tests (``Class``, ``file.py``, ``file.py::Class``,
+    ``dir/``: every test in it); a glob. Names match whole parts (between ``::`` and ``/``)."""
     pattern = pattern.strip()
     if not pattern:
         raise UsageError("empty pattern",
@@ -47,14 +50,27 @@ def match_ids(ids: list[str], pattern: str) -> list[str]:
         return sorted(i for i in ids if rx.match(i) or rx.match(_head(i)))
     out = []
     tails = ("::" + pattern, "/" + pattern)
+    scope = pattern + "::"
+    inner = ("::" + scope, "/" + scope)
+    folder = pattern.rstrip("/")
+    folder_ok = bool(folder) and "::" not in pattern and not folder.endswith(".py")
+    below = (folder + "/", "/" + folder + "/")
     for i in ids:
         if pattern not in i:  # every kind of match below contains it: a cheap first test
             continue
         head = _head(i)
-        # `Class::func` or `func` names every parametrization; `func[params]` names one.
-        if head == pattern or head.endswith(tails) or i.endswith(tails):
+        if (head == pattern or head.endswith(tails) or i.endswith(tails)
+                # `Class::func` or `func` names every parametrization; `func[params]` one
+                or head.startswith(scope) or any(s in head for s in inner)
+                # `Class`, `file.py`, `file.py::Class`: every test of that class or file
+                or (folder_ok and _in_folder(head.partition("::")[0].split(" ", 1)[0], below))):
+            # `dir/` (or `dir`): every test of the files below it
             out.append(i)
     return sorted(out)
+
+
+def _in_folder(file: str, below: tuple[str, str]) -> bool:
+    return file.startswith(below[0]) or below[1] in file
 
 
 def _head(test_id: str) -> str:

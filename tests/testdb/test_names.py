@@ -76,6 +76,11 @@ CASES = [
     (f"{FILE}::test_module_levl[1]", "invalid", "no test test_module_levl",
      [f"{FILE}::test_module_level[1]"]),
     (f"{FILE}::TestNothingLikeIt::test_zzz", "invalid", "no test", []),
+    # a class that does not exist, near a real class and function by difflib's ratio alone
+    # (QA 12d: TestLagunaXS_2_1::test_fp8_dflash -> TestLlama3_2_1B::test_fp8_prequantized):
+    # past CI's edit budget on Class::function, nothing is suggested rather than noise
+    (f"{FILE}::TestLlamaXS_2_1::test_fp8_dflash", "invalid", "no test", []),
+    (f"{FILE}::TestQwen3_9B::test_fp8_dflash[tp_size=4]", "invalid", "no test", []),
     ("accuracy/test_gone.py::TestX::test_y", "invalid", "no test file accuracy/test_gone.py", []),
     # computed at run time: the inventory cannot say
     (f"{FILE}::TestLlama::test_computed[7]", "not-checked", "computed at run time", []),
@@ -120,6 +125,18 @@ def test_without_sources_nothing_is_checked() -> None:
 ])
 def test_rank_params(params: str, candidates: list[str], want: list[str]) -> None:
     assert rank_params(params, candidates) == want
+
+
+@pytest.mark.parametrize("a, b, bound, want", [
+    ("kitten", "sitting", 3, 3), ("kitten", "sitting", 2, None), ("", "abc", 3, 3),
+    ("abc", "abc", 0, 0), ("test_fp8", "test_fp9", 1, 1), ("ab", "abcdef", 3, None),
+    ("TestLagunaXS_2_1::test_fp8_dflash", "TestLlama3_2_1B::test_fp8_prequantized", 6, None),
+])
+def test_edit_distance(a: str, b: str, bound: int, want: int | None) -> None:
+    from testdb.names import edit_distance
+
+    assert edit_distance(a, b, bound) == want
+    assert edit_distance(b, a, bound) == want
 
 
 def test_work_per_name_is_bounded() -> None:

@@ -38,6 +38,23 @@ IDS = [
     ("  TestA::test_fg  ", [2]),
     ("nothing", []),
     ("est_f", []),  # names match whole parts only
+    # a class, a file or a directory names every test in it (QA 7)
+    ("TestA", [0, 1, 2]),
+    ("a/test_x.py::TestA", [0, 1, 2]),
+    ("test_x.py::TestA", [0, 1, 2]),
+    ("a/test_x.py", [0, 1, 2, 3]),
+    ("test_x.py", [0, 1, 2, 3]),
+    ("a/", [0, 1, 2, 3]),
+    ("a", [0, 1, 2, 3]),
+    ("b", [4]),
+    ("unittest/_torch", [5]),
+    ("unittest/_torch/", [5]),
+    ("TestB", [4]),
+    ("estA", []),
+    ("x.py", []),
+    ("_x.py::TestA", []),
+    ("test_x", []),  # a file is named with its .py
+    ('"a"', []),  # a -k expression is not a directory
 ])
 def test_match_ids(pattern: str, want: list[int]) -> None:
     assert match_ids(IDS, pattern) == sorted(IDS[i] for i in want)
