@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import click
 
-from reports.common import dump_json, format_option, report_diagnostics, use_colour
+from reports.common import (
+    dump_json,
+    format_option,
+    input_note,
+    report_diagnostics,
+    use_colour,
+    with_note,
+)
 from testdb.errors import EXIT_FINDINGS, UsageError
 
 # behaviours > behaviour > guards > tier > guard: each guard (with its runs) on one line
@@ -19,8 +29,16 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
                      coverage: str | None, rules: str | None = None,
                      bot_command: str | None = None) -> dict[str, Any]:
-    """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch).
-    ``bot_command``: the PR's ``/bot run ...`` comment; the audit judges under its pipeline."""
+    """Load, diff and audit; returns the audit JSON (shared by audit, comment and launch)."""
+    return audit_from_options(opts, base, head, diff, coverage, rules, bot_command)[0]
+
+
+def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
+                       coverage: str | None, rules: str | None = None,
+                       bot_command: str | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """The audit JSON and the diagnostics of the plan it judged with. ``bot_command``: the
+    PR's ``/bot run ...`` comment; the audit judges under its pipeline. With ``head``, the
+    plan and the test sources are those of that commit (``plan_tree``)."""
     from auditor.audit import run_audit
     from auditor.diff import from_diff_file, from_git
     from reports.render_audit import audit_json
@@ -29,11 +47,59 @@ def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | 
     if bool(base) == bool(diff):
         raise UsageError("give either --base REV (a git range) or --diff FILE")
     bot = parse(bot_command) if bot_command is not None else None  # before any slow work
-    index = opts.index()
-    change = from_diff_file(opts.root, diff) if diff else from_git(opts.root, base or "", head)
-    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
+    if diff:
+        index = opts.index()
+        change = from_diff_file(opts.root, diff)
+        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
+        return _stamped(data, index, opts.root, "work tree")
+    if not head:  # base against the work tree: the plan is the work tree's
+        index = opts.index()
+        change = from_git(opts.root, base or "", None)
+        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
+        return _stamped(data, index, opts.root, "work tree")
+    change = from_git(opts.root, base or "", head)
+    sha = change.head or head  # from_git resolves --head to its commit
+    with plan_tree(opts, sha, rules) as (index, root, in_tree_rules):
+        # The change's files are judged against the scratch tree, which holds the head side.
+        change = dataclasses.replace(change, root=root, checkout_side="head")
+        data = audit_json(run_audit(index, change, coverage=coverage, rules=in_tree_rules,
+                                    bot=bot))
+    return _stamped(data, index, opts.root, sha)
+
+
+def _stamped(data: dict[str, Any], index: Any, root: str, plan_from: str
+             ) -> tuple[dict[str, Any], list[Any]]:
+    """Provenance names --root (not a scratch tree) and which tree the plan came from; its
+    data_files hashes are that tree's (``index.files``)."""
+    prov = data["provenance"]
+    prov["root"] = root
+    prov["plan_from"] = plan_from
     data["diagnostics"] = [str(d) for d in index.diagnostics]
-    return data
+    return data, list(index.diagnostics)
+
+
+@contextlib.contextmanager
+def plan_tree(opts: Any, sha: str, rules: str | None) -> Iterator[tuple[Any, str, str | None]]:
+    """(index, root, rules) of commit ``sha``: its tree read from git objects into a scratch
+    tree under the cache directory (``testdb replay``'s, auditor.replay), never the work tree,
+    which may be at another commit or dirty. A --stages/--triggers/--platform-facts/--rules
+    path inside the checkout is read from that tree too; one outside it as given."""
+    from auditor.replay.gitsource import git, scratch, tree_of
+    from auditor.replay.worker import ReplayOptions, trees_dir
+    from reports.common import require_test_lists
+    from testdb.index import load
+
+    given = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
+                                platform_facts=opts.platform_facts, rules=rules)
+    prefix = git(opts.root, "rev-parse", "--show-prefix").strip()  # --root below the top
+    with scratch(opts.root, trees_dir(opts.root)) as tree:
+        tree.checkout(tree_of(opts.root, sha))
+        root = os.path.join(tree.root, prefix) if prefix else tree.root
+        index = load(root, stages=given.path("stages", root),
+                     triggers=given.path("triggers", root),
+                     platform_facts=given.path("platform_facts", root), use_cache=opts.use_cache)
+        require_test_lists(index.sources, f"{opts.root} at {sha[:12]}")
+        yield index, root, given.path("rules", root)
 
 
 def audit_options(f: _F) -> _F:
@@ -79,7 +145,9 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
       testdb --root ~/TensorRT-LLM audit --base origin/main \\
           --bot-command '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"'
     """
-    data = run_from_options(opts, base, head, diff, coverage, rules, bot_command)
+    data, diagnostics = audit_from_options(opts, base, head, diff, coverage, rules,
+                                           bot_command)
+    rc = report_diagnostics(diagnostics, quiet_warnings=True)  # errors before the result
     if output:
         from testdb.files import write_text_atomic
 
@@ -93,8 +161,8 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
     else:
         from reports.render_audit import audit_text
 
-        click.echo(audit_text(data, colour=use_colour()))
-    rc = report_diagnostics(opts.index().diagnostics, quiet_warnings=True)
+        click.echo(with_note(input_note(diagnostics, "this audit"),
+                             audit_text(data, colour=use_colour())))
     if rc:
         return rc
     s = data["summary"]
@@ -102,7 +170,3 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
                                                                        s["warnings"])):
         return EXIT_FINDINGS
     return 0
-
-
-
-

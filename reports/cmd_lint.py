@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option, paint, use_colour
+from reports.common import dump_json, format_option, paint, report_diagnostics, use_colour
 from testdb import __version__
 from testdb.errors import EXIT_FINDINGS, Severity, UsageError
 
@@ -43,6 +43,9 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
                          + (f" (did you mean {near[0]}?)" if near else ""),
                          hint=f"valid rules: {', '.join(RULES)}")
     index = opts.index()
+    # Unreadable input first, on stderr, as stats and where print it: exit 2 whatever the
+    # findings (each is also an `input` finding below, where the rest of the plan is linted).
+    bad_input = report_diagnostics(index.diagnostics, quiet_warnings=True)
     inv = None
     if inventory:
         from testdb.inventory import build_static
@@ -68,6 +71,8 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
                    f"{counts['warning']} warnings, {counts['info']} info"
                    + ("" if inv is None or len(inv) else
                       "; no test sources under --root, so ids were not checked"), err=True)
+    if bad_input:
+        return bad_input
     if fail_on == "never":
         return 0
     worst = max((_RANK[f.severity.value] for f in findings), default=-1)

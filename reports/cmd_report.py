@@ -9,7 +9,14 @@ from typing import Any, TypeVar, cast
 import click
 
 from auditor.promote import DEFAULT_BUDGET_MINUTES
-from reports.common import dump_json, format_option, paint, report_diagnostics, use_colour
+from reports.common import (
+    dump_json,
+    format_option,
+    input_note,
+    paint,
+    report_diagnostics,
+    use_colour,
+)
 from testdb.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,13 +73,17 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
     else:
         info = generate(index, html_dir, audit, results, budget_minutes)
     info["seconds"] = round(time.perf_counter() - t0, 3)
+    rc = report_diagnostics(index.diagnostics, quiet_warnings=True)  # errors before the result
     if fmt == "json":
         click.echo(dump_json(info))
     else:
         colour = use_colour()
+        note = input_note(index.diagnostics, "this report")
+        if note:
+            click.echo(note)
         click.echo(f"{paint('wrote', 'green', colour, bold=True)} {info['index']}  "
                    f"({info['test_ids']} test ids, {info['functions']} functions, "
                    f"{info['stages']} stages, {info['seconds']:.2f} s)")
         if "history" in info:
             click.echo(f"{paint('wrote', 'green', colour, bold=True)} {info['history']}")
-    return report_diagnostics(index.diagnostics, quiet_warnings=True)
+    return rc

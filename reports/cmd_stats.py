@@ -23,7 +23,7 @@ def stats(opts: Any, fmt: str) -> int:
     """
     index = opts.index()
     out, err, code = render(*stats_of(index, use_cache=opts.use_cache), fmt)
-    click.echo(out)
-    for line in err:
+    for line in err:  # errors before the result
         click.echo(line, err=True)
+    click.echo(out)
     return code

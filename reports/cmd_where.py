@@ -10,12 +10,14 @@ import click
 from reports.common import (
     dump_json,
     format_option,
+    input_note,
     report_diagnostics,
     require_test_lists,
     use_colour,
+    with_note,
 )
 from reports.render_where import where_json, where_markdown, where_text
-from testdb.errors import Diagnostic, Severity, UsageError
+from testdb.errors import UsageError
 
 
 @click.command()
@@ -77,30 +79,17 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
                                   "pattern for the shell")
         ids = listed + (inventory.ids() if inventory is not None else [])
         nearest = did_you_mean(ids, pattern)
+    # Errors first (stderr), then the result, headed by a note when input was left out; a
+    # broken .test_durations is a warning (reports.common.as_reported): exit 0.
+    rc = report_diagnostics(diagnostics, quiet_warnings=True)
     if fmt == "json":
         click.echo(dump_json(where_json(pattern, records, nearest)))
     elif fmt == "markdown":
         click.echo(where_markdown(pattern, records, nearest))
     else:
-        click.echo(where_text(records, colour=use_colour(), nearest=nearest))
-    rc = report_diagnostics(_durations_as_warnings(diagnostics),
-                            quiet_warnings=True)
-    for d in diagnostics:
-        if _is_durations(d):
-            click.echo(f"{d.loc}: warning: {d.message}; shard numbers assume unknown durations",
-                       err=True)
+        click.echo(with_note(input_note(diagnostics),
+                             where_text(records, colour=use_colour(), nearest=nearest)))
     return rc or (0 if records else 1)
-
-
-def _is_durations(d: Diagnostic) -> bool:
-    return d.loc.path.endswith(".test_durations")
-
-
-def _durations_as_warnings(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """A broken ``.test_durations`` leaves every answer standing (only shard estimates use
-    it): ``where`` prints it as a warning, with exit 0, instead of failing the query."""
-    return [Diagnostic(d.loc, Severity.WARNING, d.message, d.rule) if _is_durations(d) else d
-            for d in diagnostics]
 
 
 def _unit_tests_named(root: str, pattern: str) -> list[str]:

@@ -39,10 +39,11 @@ def answer(argv: list[str]) -> int | None:
         return None
     out, err, code = found
     try:
+        if err:  # errors before the result, as the full command line prints them
+            sys.stderr.write("\n".join(err) + "\n")
+            sys.stderr.flush()
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
-        if err:
-            sys.stderr.write("\n".join(err) + "\n")
     except BrokenPipeError:
         return 0
     return code

@@ -10,6 +10,7 @@ from auditor.evidence import LEVEL_TITLES, Level
 from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, BehaviourResult, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
 from reports.words import with_legend
+from testdb.stages import MULTI_GPU_RE
 
 
 def audit_json(a: Audit) -> dict[str, Any]:
@@ -126,8 +127,11 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     s = data["summary"]
     p = data["provenance"]
     out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
+    plan = p.get("plan_from")
     out.append(f"base {str(p.get('base') or '-')[:12]}  head {str(p.get('head') or '-')[:12]}  "
-               f"diff {p.get('diff') or '-'}")
+               f"diff {p.get('diff') or '-'}"
+               + (f"  test plan and sources from {plan[:12]}" if plan and plan != "work tree"
+                  else ""))
     out.extend(_wrap(pipeline_words(data), width, ""))
     if data["findings"]:
         out.append("")
@@ -199,15 +203,26 @@ def level_title(level: Level) -> str:
 
 def pipeline_words(data: dict[str, Any]) -> str:
     """What this PR's pipeline starts, in words: ``2 stages start; multi-GPU stages do not
-    (no changed file is on the multi-GPU path list)``."""
+    (no changed file is on the multi-GPU path list)``; with a bot command that starts some
+    (``--extra-stage``), which ones and why."""
     gates = data.get("gates") or {}
     pipe = data.get("pipeline") or {}
     started = pipe.get("started") or {}
     bits = [f"{len(started)} stage{'s' * (len(started) != 1)} start" if pipe else ""]
-    if gates.get("multi_gpu"):
-        hit = gates.get("multi_gpu_paths_hit") or []
+    multi = [n for n in started if MULTI_GPU_RE.search(n)]  # Stage.is_multi_gpu, by name
+    hit = gates.get("multi_gpu_paths_hit") or []
+    if multi:
+        whys = (f"{', '.join(hit[:3])} on their path list" if gates.get("multi_gpu") and hit
+                else "; ".join(list(dict.fromkeys(str(started[n]) for n in multi))[:2]))
+        more = f" +{len(multi) - 3}" if len(multi) > 3 else ""
+        bits.append(f"{len(multi)} multi-GPU stage{'s' * (len(multi) != 1)} "
+                    f"start{'s' * (len(multi) == 1)}: {', '.join(multi[:3])}{more} ({whys})")
+    elif gates.get("multi_gpu") and not pipe:  # an audit JSON without its pipeline
         bits.append("multi-GPU stages start" + (f" ({', '.join(hit[:3])} on their path list)"
                                                  if hit else ""))
+    elif gates.get("multi_gpu"):
+        bits.append("multi-GPU stages do not start (their path list is hit, but the bot "
+                    "command or the changed files' group keeps them out)")
     else:
         bits.append("multi-GPU stages do not (no changed file is on their path list)")
     tags = gates.get("auto_trigger_tags") or []

@@ -12,7 +12,8 @@ LIMIT = 50  # diagnostics printed at most, as reports.common.report_diagnostics 
 
 def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
            ) -> tuple[str, list[str], int]:
-    """(stdout text, stderr lines, exit code) of ``testdb stats --format FMT``."""
+    """(stdout text, stderr lines, exit code) of ``testdb stats --format FMT``; the caller
+    prints the stderr lines first (errors before the result)."""
     if fmt == "json":
         import json
 
@@ -21,7 +22,11 @@ def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
         # The JSON holds every diagnostic; stderr still says why the exit status is 2.
         return (json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False),
                 *diagnostic_lines(diags, quiet_warnings=True))
-    return (render_text(data), *diagnostic_lines(diags))
+    from reports.unread import unread_note
+
+    note = unread_note((p for p, _, sev, _, _ in diags if sev == "error"), "these counts")
+    text = render_text(data)
+    return (f"{note}\n{text}" if note else text, *diagnostic_lines(diags))
 
 
 def diagnostic_lines(diags: list[DiagRow], *, quiet_warnings: bool = False,

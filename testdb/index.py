@@ -273,7 +273,11 @@ def _load_stages(text: str, path: str, diags: list[Diagnostic]
 
             stages, sd = load_stage_table_text(text, path)
     except InputError as exc:
-        return (), [Diagnostic(exc.loc or SourceLoc(path), Severity.ERROR, exc.bare, "bad-stages")]
+        # What to do: the loader's own hint, and which files a stage table can be.
+        todo = "give jenkins/L0_Test.groovy or a YAML table like ci/stages.yml"
+        todo = f"{exc.hint}, or {todo}" if exc.hint else todo
+        return (), [Diagnostic(exc.loc or SourceLoc(path), Severity.ERROR, f"{exc.bare}; {todo}",
+                               "bad-stages")]
     seen: dict[str, Stage] = {}
     for s in stages:
         if s.name in seen and not s.disabled and not seen[s.name].disabled:

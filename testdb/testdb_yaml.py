@@ -155,7 +155,8 @@ def _block(item: yaml.Node, ctx: str, index: int, path: str, kind: str,
             pass  # `tests:` with nothing under it: an empty block
         elif not isinstance(tnode, yaml.SequenceNode):
             err(line_of(tnode), f"`tests` of block {index + 1} in {ctx!r} must be a list of test "
-                f"lines, found a {_shape(tnode)}")
+                f"lines, found a {_shape(tnode)}; write each test on its own `- ` line under "
+                "`tests:`")
         else:
             for t in tnode.value:
                 text = scalar(t)

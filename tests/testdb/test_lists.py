@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tdb_helpers import DATA, DURATIONS, QA, WAIVES
 
 from testdb.errors import Severity
@@ -56,8 +57,43 @@ def test_durations() -> None:
     data, diags = load_durations_text('{"a.py::t": 1.5, "b.py::u": 3, "x": -1, "y": "no",'
                                       ' "z": true}', "d.json")
     assert data == {"a.py::t": 1.5, "b.py::u": 3.0}
+    assert [d.severity for d in diags] == [Severity.WARNING] * 3
+    assert [k in d.message for k, d in zip(("'x'", "'y'", "'z'"), diags, strict=True)] == [
+        True] * 3
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ('"slow"', '"slow"'), ("null", "null"), ("-1", "-1"), ("-0.5", "-0.5"), ("NaN", "NaN"),
+    ("Infinity", "Infinity"), ("1e999", "Infinity"), ("true", "true"), ("[60]", "[60]"),
+    ('{"s": 60}', '{"s": 60}')])
+def test_a_duration_that_is_not_seconds_is_a_warning_naming_its_line_and_key(
+        value: str, shown: str) -> None:
+    """The value is ignored (the test counts as of unknown duration, pytest-split's average)
+    and the warning says where: .test_durations:LINE and the key."""
+    text = ('{\n  "a.py::t[x]": 1.5,\n  "b.py::u[y]": ' + value + ',\n  "c.py::v": 0\n}\n')
+    data, diags = load_durations_text(text, DURATIONS)
+    assert data == {"a.py::t[x]": 1.5, "c.py::v": 0.0}
     [d] = diags
-    assert d.severity is Severity.WARNING and "3 duration" in d.message
+    assert d.severity is Severity.WARNING and d.rule == "bad-duration"
+    assert str(d.loc) == f"{DURATIONS}:3"
+    assert "'b.py::u[y]'" in d.message and f" is {shown}, not a number of seconds" in d.message
+
+
+def test_a_duplicate_key_is_placed_at_its_last_line_as_json_keeps_it() -> None:
+    text = '{"k": 1,\n"k": "slow",\n"j": 2}'
+    data, [d] = load_durations_text(text, DURATIONS)
+    assert data == {"j": 2.0} and d.loc.line == 2
+
+
+def test_many_bad_durations_are_named_up_to_a_limit_then_counted() -> None:
+    from testdb.lists import MAX_BAD_SHOWN
+
+    n = MAX_BAD_SHOWN + 5
+    text = "{" + ",\n".join(f'"t{i}": "x"' for i in range(n)) + "}"
+    _, diags = load_durations_text(text, DURATIONS)
+    assert len(diags) == MAX_BAD_SHOWN + 1
+    assert [d.loc.line for d in diags[:MAX_BAD_SHOWN]] == list(range(1, MAX_BAD_SHOWN + 1))
+    assert diags[-1].message.startswith("5 more duration(s)")
 
 
 def test_durations_bad_json_and_shape() -> None:
