@@ -115,19 +115,26 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
         return _show(status(Path(status_dir)), fmt, allow_not_runnable)
     if bool(pattern) == bool(from_audit):
         raise UsageError("give a PATTERN or --from audit.json (one of them)")
-    rows = _plan(opts, pattern, from_audit, include_pre_merge, run_dir)
+    planned = _plan(opts, pattern, from_audit, include_pre_merge, run_dir)
+    rows, skipped = planned.rows, [skipped_to_dict(s) for s in planned.skipped]
+    _say_skipped(planned.skipped, backend)
     if not rows:
-        note = "nothing to launch: every selected guard already runs pre-merge"
-        click.echo(dump_json({"schema": PLAN_SCHEMA, "items": [], "note": note})
-                   if fmt == "json" else note)
-        return 0
+        if skipped:  # none of the guards can be launched: no silent success (docs/launch.md)
+            note = (f"nothing to launch: the {len(skipped)} selected guard(s) are in no test "
+                    "list (skipped, see above)")
+            code = 0 if allow_not_runnable else EXIT_FINDINGS
+        else:
+            note, code = "nothing to launch: every selected guard already runs pre-merge", 0
+        click.echo(dump_json({"schema": PLAN_SCHEMA, "items": [], "skipped": skipped,
+                              "note": note}) if fmt == "json" else note)
+        return code
     if backend == "bot":
         return _bot(rows, stage_list, post, repo, pr, api_url, fmt,
-                    *_pipeline_of(opts, from_audit))
+                    *_pipeline_of(opts, from_audit), skipped=skipped)
     rdir = Path(run_dir or os.path.join("testdb-runs", time.strftime("%Y%m%d-%H%M%S")))
     if dry_run:
         config = _slurm_config(slurm_config) if backend == "slurm" else None
-        _dry_run(rows, rdir, config, fmt)
+        _dry_run(rows, rdir, config, fmt, skipped)
         return 0
     _write_lists(rows)
     live = _Live()
@@ -164,9 +171,22 @@ def _pipeline_of(opts: Any, from_audit: str | None) -> tuple[frozenset[str], Any
     return pr_stages(index.stages, index.triggers, []).started, None
 
 
+def skipped_to_dict(s: Any) -> dict[str, str]:
+    return {"test_id": s.test_id, "verdict": s.verdict, "why": s.why, "reason": s.reason,
+            "shell": s.shell}
+
+
+def _say_skipped(skipped: list[Any], backend: str) -> None:
+    """One line per guard not launched (stderr: a bot command on stdout stays pasteable)."""
+    for s in skipped:
+        then = ("the bot cannot start it" if backend == "bot"
+                else f"run it by hand: {s.shell}")
+        click.echo(f"warning: skipped {s.test_id} ({s.verdict}): {s.reason}; {then}", err=True)
+
+
 def _bot(rows: list[Any], stage_list: bool, post: bool, repo: str | None, pr: int | None,
          api_url: str, fmt: str, started: frozenset[str] = frozenset(),
-         base: Any = None) -> int:
+         base: Any = None, skipped: list[dict[str, str]] | None = None) -> int:
     from auditor.launch.plan import bot_command, bot_stages
 
     cmd = bot_command(rows, replace=stage_list, started=started, base=base)
@@ -177,7 +197,7 @@ def _bot(rows: list[Any], stage_list: bool, post: bool, repo: str | None, pr: in
         click.echo(dump_json({
             "schema": BOT_SCHEMA, "command": cmd,
             "stages": bot_stages(rows, replace=stage_list, started=started),
-            "tests": [r.item.test_id for r in rows],
+            "tests": [r.item.test_id for r in rows], "skipped": skipped or [],
             "posted": ({"action": posted.action, "id": posted.id, "url": posted.url}
                        if posted else None)}))
     else:
@@ -205,7 +225,8 @@ def _test_list(row: Any) -> tuple[str, str] | None:
     return (arg.split("=", 1)[1], row.entry.test) if arg else None
 
 
-def _dry_run(rows: list[Any], rdir: Path, config: Any, fmt: str) -> None:
+def _dry_run(rows: list[Any], rdir: Path, config: Any, fmt: str,
+             skipped: list[dict[str, str]]) -> None:
     """The plan, each run as a line a shell accepts; with a Slurm config, the sbatch line."""
     from auditor.launch.model import item_to_dict, run_paths
     from auditor.launch.slurmconfig import sbatch_dry_run
@@ -228,12 +249,13 @@ def _dry_run(rows: list[Any], rdir: Path, config: Any, fmt: str) -> None:
                        f"{f'{i.duration_s:.0f} s' if i.duration_s else 'unknown'}\n"
                        f"  {doc.get('sbatch') or line}")
     if fmt == "json":
-        click.echo(dump_json({"schema": PLAN_SCHEMA, "run_dir": str(root), "items": docs}))
+        click.echo(dump_json({"schema": PLAN_SCHEMA, "run_dir": str(root), "items": docs,
+                              "skipped": skipped}))
 
 
 def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_merge: bool,
-          run_dir: str | None) -> list[Any]:
-    from auditor.launch.plan import ids_from_audit, ids_from_pattern, plan
+          run_dir: str | None) -> Any:
+    from auditor.launch.plan import ids_from_audit, ids_from_pattern, plan_launch
     from reports.inputs import read_audit
 
     index = opts.index()
@@ -249,7 +271,7 @@ def _plan(opts: Any, pattern: str | None, from_audit: str | None, include_pre_me
         loc = GuardLocator.build(index, pr_stages(index.stages, index.triggers, []),
                                  build_static(index.root))
         selections = {t: loc.selections_for(t) for t, _, _ in ids}
-    return plan(index, ids, run_dir or "testdb-runs", selections)
+    return plan_launch(index, ids, run_dir or "testdb-runs", selections)
 
 
 def _write_lists(rows: list[Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from testdb.grammar import Entry
 from testdb.index import DEFS_DIR, WAIVES, Index
 from testdb.model import Block
 from testdb.query import match_ids
-from testdb.schedule import Placement
+from testdb.schedule import Placement, verdict_for
 
 _GPU_NAME = re.compile(r"[A-Za-z0-9_]+")
 
@@ -89,20 +90,48 @@ def _best_placement(placements: list[Placement]) -> Placement | None:
     return ranked[0] if ranked else next(iter(placements), None)
 
 
-def plan(index: Index, test_ids: list[tuple[str, str, str]], run_dir: str,
-         unit_selections: dict[str, list[Entry]] | None = None) -> list[PlanRow]:
-    """``test_ids``: (id, verdict, why). Unit-test ids run through their selection's block."""
+@dataclass(frozen=True)
+class Skipped:
+    """A selected parametrization that is not launched, why, and how to run it by hand."""
+
+    test_id: str
+    verdict: str
+    why: str  # why it was selected
+    reason: str  # why it is not launched
+    shell: str  # a line that runs it by hand, in the checkout
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    rows: list[PlanRow]
+    skipped: list[Skipped]
+
+
+# A parametrization in no test list (an audit's unscheduled guard) is skipped, never run by its
+# node id alone: no line says how many GPUs it needs, its timeout or isolation, and a run on too
+# few GPUs skips itself (skip_less_device), which would read as a result. docs/launch.md.
+NO_LIST = ("in no test list: no CI stage runs it, and no line says how to run it "
+           "(GPU count, timeout)")
+
+
+def plan_launch(index: Index, test_ids: list[tuple[str, str, str]], run_dir: str,
+                unit_selections: dict[str, list[Entry]] | None = None) -> LaunchPlan:
+    """``test_ids``: (id, verdict, why); an empty verdict is the test's own (as ``where``
+    says it). Unit-test ids run through their selection's block; ids in no test list are
+    ``skipped``."""
     rows: list[PlanRow] = []
+    skipped: list[Skipped] = []
     taken: set[str] = set()
     sched = index.schedule
     for tid, verdict, why in test_ids:
         placements = list(sched.placements.get(tid, ()))
         for sel in (unit_selections or {}).get(tid, ()):
             placements += sched.placements.get(sel.test, ())
+        verdict = verdict or verdict_for(placements)
         p = _best_placement(placements)
         if p is None:
-            raise InputError(f"{tid} is in no test list; nothing says how to run it",
-                             SourceLoc(index.root), "check the id with `testdb where`")
+            skipped.append(Skipped(tid, verdict, why, NO_LIST, by_hand(index.root, tid)))
+            continue
         gpus, gpu_type = gpu_needs(p.block)
         key = make_key(tid, taken)
         taken.add(key)
@@ -113,15 +142,34 @@ def plan(index: Index, test_ids: list[tuple[str, str, str]], run_dir: str,
         item = RunItem(key, tid, gpus, gpu_type, p.entry.timeout, p.entry.isolation, cwd,
                        argv, dur, stages)
         rows.append(PlanRow(item, p.entry, p.block, verdict, why))
-    return rows
+    return LaunchPlan(rows, skipped)
+
+
+def plan(index: Index, test_ids: list[tuple[str, str, str]], run_dir: str,
+         unit_selections: dict[str, list[Entry]] | None = None) -> list[PlanRow]:
+    """The rows of ``plan_launch``; an id in no test list is an error here."""
+    got = plan_launch(index, test_ids, run_dir, unit_selections)
+    if got.skipped:
+        s = got.skipped[0]
+        raise InputError(f"{s.test_id} is {s.reason}", hint="check the id with `testdb where`")
+    return got.rows
+
+
+def by_hand(root: str, test_id: str) -> str:
+    """A shell line that runs one node id with plain pytest where CI's pytest would run it."""
+    where = "tests" if test_id.startswith("unittest/") else DEFS_DIR
+    return (f"cd {shlex.quote(os.path.join(os.path.abspath(root), where))} && "
+            f"python -m pytest -v {shlex.quote(test_id)}")
 
 
 def ids_from_audit(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """The guard parametrizations of the audit's findings that do not run pre-merge."""
+    """The guard parametrizations of the audit's findings that do not run pre-merge, with this
+    PR's verdict of each; "" for a test the audit names but did not judge (``plan_launch``
+    then labels it with its own verdict, as ``where`` does)."""
     if not isinstance(data, dict) or "findings" not in data or "behaviours" not in data:
         raise InputError("not an audit JSON (no findings/behaviours)", SourceLoc("--from"),
                          "write one with `testdb audit --format json -o audit.json`")
-    effective: dict[str, str] = {}
+    effective: dict[str, str] = {}  # this PR's verdict of each guard the audit judged
     for b in data["behaviours"]:
         for gs in b.get("guards", {}).values():
             for g in gs:
@@ -131,7 +179,7 @@ def ids_from_audit(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         if f.get("severity") not in ("error", "warning"):
             continue
         for tid in f.get("guards", []):
-            v = effective.get(tid, "unscheduled")
+            v = effective.get(tid, "")  # not judged (a demoted line): the test's own verdict
             if v != "pre-merge" and tid not in out:
                 out[tid] = (tid, v, f"{f.get('rule', 'finding')} at {f['path']}:{f['line']}")
     return list(out.values())
