@@ -70,9 +70,12 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
         from testdb.files import write_text_atomic
 
         write_text_atomic(output, dump_json(data) + "\n")
+    # A test file that does not parse has no items to give: say where and why first (as
+    # other commands print unreadable input), list the rest, exit 2.
+    rc = _unparsable(inv)
     if fmt == "json":
         click.echo(dump_json(data))
-        return 0
+        return rc
     for file, reason, n in skipped if collect else ():
         kept = (f"; its {n} item(s) below are the static ones" if n else
                 "; it has no static items either")
@@ -84,7 +87,18 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
                f"({', '.join(f'{n} {s}' for s, n in sorted(sources.items()))}); "
                f"{sum(1 for i in items if i.indeterminate)} indeterminate, "
                f"{len(inv.placeholders())} scopes that may hold tests not listed statically")
-    return 0
+    return rc
+
+
+def _unparsable(inv: Any) -> int:
+    """Print each test file that does not parse as an error; the exit code that implies."""
+    from testdb.errors import EXIT_BAD_INPUT
+
+    broken = inv.unparsable()
+    for p in broken:
+        click.echo(f"error: {p.loc}: {p.error}; fix it: pytest cannot collect {p.file}, so CI "
+                   "runs none of its tests and the inventory cannot list them", err=True)
+    return EXIT_BAD_INPUT if broken else 0
 
 
 def _skipped_notes(skipped: tuple[tuple[str, str], ...], inv: Any, merge: bool

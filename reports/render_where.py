@@ -9,6 +9,7 @@ from reports.common import VERDICT_COLOURS, paint
 from reports.words import with_legend
 
 WHERE_SCHEMA = "testdb-audit/where@2"
+INVALID_WORDS = "names no test in this checkout; CI ignores it"  # testdb.names.INVALID_MEANING
 
 
 def where_json(pattern: str, records: list[dict[str, Any]],
@@ -113,7 +114,10 @@ def _note(t: dict[str, Any]) -> str:
     """What the verdict word means when it needs saying: invalid, unlisted, unchecked."""
     check = t.get("check") or {}
     if t["verdict"] == "invalid":
-        return "  names no test in this checkout; CI ignores it"
+        reason = str(check.get("reason") or "")
+        # the usual meaning, or a reason of its own (a test file that does not parse)
+        return "  " + (reason if reason and not reason.startswith(INVALID_WORDS)
+                       else INVALID_WORDS)
     if t.get("listed") is False:
         return f"  {check.get('reason', '')} (defined at {_at(t['defined_at'])})"
     if check.get("status") == "not-checked" and "no test sources" not in check.get("reason", ""):
@@ -123,9 +127,10 @@ def _note(t: dict[str, Any]) -> str:
 
 def _check_lines(t: dict[str, Any]) -> list[str]:
     check = t.get("check") or {}
-    if t["verdict"] != "invalid":
-        return []
-    why = str(check.get("reason", "")).split(": ", 1)[-1]
+    reason = str(check.get("reason", ""))
+    if t["verdict"] != "invalid" or not reason.startswith(INVALID_WORDS):
+        return []  # a reason of its own is the note itself (_note)
+    why = reason.split(": ", 1)[-1]
     lines = [f"    {why}"] if why else []
     head = _head_params(t["id"])[0]
     near = [n[len(head):] if n.startswith(head + "[") else n for n in check.get("nearest", [])]
@@ -177,7 +182,10 @@ def where_markdown(pattern: str, tests: list[dict[str, Any]],
         if t.get("listed") is False:
             lines = [f"defined at {_at(t['defined_at'])}"]
         verdict = f"**{t['verdict']}**"
-        if t["verdict"] == "invalid":
+        reason = str((t.get("check") or {}).get("reason") or "")
+        if t["verdict"] == "invalid" and reason and not reason.startswith(INVALID_WORDS):
+            verdict += f" ({reason})"  # a test file that does not parse
+        elif t["verdict"] == "invalid":
             near = (t.get("check") or {}).get("nearest") or []
             verdict += " (CI ignores it" + (
                 "; did you mean " + ", ".join(f"`{n}`" for n in near) if near else "") + ")"

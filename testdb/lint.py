@@ -14,6 +14,7 @@ from testdb.schedule import full_waive_applies, verdict_for
 LINT_SCHEMA = "testdb-audit/lint@1"
 RULES = {
     "unknown-test": "a list entry names no test in the inventory",
+    "unparsable-test-file": "a test file that does not parse: CI runs none of its tests",
     "duplicate-entry": "the same test twice in one context or QA list",
     "unmatched-waive": "a waive names a test no list runs",
     "duplicate-waive": "the same waive twice",
@@ -160,10 +161,13 @@ def did_you_mean(check: NameCheck) -> str:
 
 
 def _inventory_rules(index: Index, inventory: Any, names: NameChecker) -> list[LintFinding]:
-    out: list[LintFinding] = []
+    out = _unparsable(index, inventory)
+    broken_files = {p.file for p in inventory.unparsable()}
     for tid, pls in index.schedule.placements.items():
         if pls[0].entry.kind != "nodeid":
             continue
+        if tid.partition("::")[0] in broken_files:
+            continue  # the file's one finding says it; its listed lines are not what is wrong
         check = names.check(tid)
         if check.status != INVALID:
             continue  # valid, or not checkable here (computed ids, no sources)
@@ -187,6 +191,18 @@ def _inventory_rules(index: Index, inventory: Any, names: NameChecker) -> list[L
                     f"({', '.join(params[:3])}{', ...' if len(params) > 3 else ''}): they "
                     "never run in CI")
         out.append(LintFinding(items[0].loc, "dark-parametrization", Severity.INFO, text))
+    return out
+
+
+def _unparsable(index: Index, inventory: Any) -> list[LintFinding]:
+    """One error per test file that does not parse, where the parser stopped: pytest cannot
+    import it, so a stage listing its ids gets a collection error and runs none of them."""
+    out = []
+    for p in inventory.unparsable():
+        listed = sum(1 for t in index.schedule.placements if t.partition("::")[0] == p.file)
+        out.append(LintFinding(p.loc, "unparsable-test-file", Severity.ERROR,
+                               f"{p.error}: pytest cannot collect {p.file}, so CI runs none of "
+                               f"its tests ({listed} listed id(s) run nowhere); fix it"))
     return out
 
 

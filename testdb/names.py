@@ -71,6 +71,7 @@ class _File:
     ids: set[str] = field(default_factory=set)
     indeterminate: set[str] = field(default_factory=set)
     placeholders: list[str] = field(default_factory=list)  # fnmatch patterns of bases
+    unparsable: str = ""  # "path:line: what is wrong" when the file does not parse
     _classes: dict[tuple[str, ...], list[str]] | None = None
 
     def classes(self) -> dict[tuple[str, ...], list[str]]:
@@ -193,6 +194,8 @@ class NameChecker:
         if g is None:
             g = self._groups[file] = _File(placeholders=list(self._placeholders.get(file, ())))
             for item in self.inventory.by_file(file) if file in self._files else ():
+                if item.error:
+                    g.unparsable = f"{item.loc}: {item.error}"
                 if item.is_placeholder:
                     if item.base not in g.placeholders:
                         g.placeholders.append(item.base)
@@ -215,6 +218,8 @@ class NameChecker:
             return NameCheck(test_id, INVALID,
                              f"{INVALID_MEANING}: no test file {node.file}")
         g = self.group(node.file)
+        if g.unparsable:
+            return NameCheck(test_id, INVALID, unparsable_reason(g.unparsable))
         if test_id in g.ids:  # determinate ids only
             return NameCheck(test_id, VALID)
         if node.base in g.indeterminate or any(fnmatch.fnmatchcase(node.base, p)
@@ -289,6 +294,13 @@ def _near_functions(node: NodeId, g: _File) -> list[str]:
         qualnames = {b[skip:]: b for b in g.functions}
         found = [qualnames[q] for q in nearest_names(node.qualname, list(qualnames))]
     return found[:MAX_SUGGESTIONS]
+
+
+def unparsable_reason(where_what: str) -> str:
+    """Why every id of a test file that does not parse is ``invalid`` (``where_what``:
+    ``path:line: what is wrong``)."""
+    return (f"the test file does not parse ({where_what}): pytest cannot collect it, so CI "
+            "runs none of its tests")
 
 
 def _root_of(file: str) -> str:

@@ -25,6 +25,7 @@ class Group(NamedTuple):
     outer_marks: tuple[str, ...]  # class marks (MRO order), then module marks
     keywords: tuple[str, ...]  # -k names shared by every variant (not the item name)
     variants: tuple[Variant, ...]
+    error: str = ""  # the placeholder of a file that does not parse: why, at ``line``
 
 
 def expand(groups: Iterable[Group], file_id: str, path: str) -> list[InventoryItem]:
@@ -50,16 +51,18 @@ def expand(groups: Iterable[Group], file_id: str, path: str) -> list[InventoryIt
                 markers = tuple(dict.fromkeys(g.own_marks + pmarks + g.outer_marks))
                 keywords = (*keywords, *(m for m in dict.fromkeys(pmarks) if m not in shared))
             append(item(nodeid, file_id, line, function, classes, params, markers, keywords,
-                        unknown, "static", path))
+                        unknown, "static", path, g.error))
     return out
 
 
 def to_json(groups: Iterable[Group]) -> list[list[Any]]:
     return [[list(g.classes), g.function, g.line, g.indeterminate, list(g.own_marks),
-             list(g.outer_marks), list(g.keywords), [[p, list(m)] for p, m in g.variants]]
+             list(g.outer_marks), list(g.keywords), [[p, list(m)] for p, m in g.variants],
+             *([g.error] if g.error else [])]
             for g in groups]
 
 
 def from_json(rows: Iterable[list[Any]]) -> list[Group]:
     return [Group(tuple(r[0]), r[1], r[2], r[3], tuple(r[4]), tuple(r[5]), tuple(r[6]),
-                  tuple((p, tuple(m)) for p, m in r[7])) for r in rows]
+                  tuple((p, tuple(m)) for p, m in r[7]), str(r[8]) if len(r) > 8 else "")
+            for r in rows]

@@ -43,13 +43,16 @@ class InventoryItem:
     indeterminate: bool = False
     source: Source = "static"
     path: str = ""  # the source file as found (relative to the checkout root where possible)
+    # A placeholder for a file that does not parse: what is wrong at ``line`` ("syntax
+    # error: ..."). pytest cannot import the file, so CI runs none of its tests.
+    error: str = ""
 
     def __reduce__(self) -> tuple[type[InventoryItem], tuple[Any, ...]]:
         # Rebuild through __init__ from a plain tuple: twice as fast to unpickle as the
         # default per-field __setstate__ of a frozen, slotted dataclass.
         return (InventoryItem, (self.nodeid, self.file, self.line, self.function, self.classes,
                                 self.params, self.markers, self.keywords, self.indeterminate,
-                                self.source, self.path))
+                                self.source, self.path, self.error))
 
     @property
     def base(self) -> str:
@@ -75,6 +78,7 @@ class InventoryItem:
             "function": self.function, "classes": list(self.classes), "params": self.params,
             "markers": list(self.markers), "keywords": list(self.keywords),
             "indeterminate": self.indeterminate, "source": self.source, "path": self.path,
+            **({"error": self.error} if self.error else {}),
         }
 
     @classmethod
@@ -86,6 +90,7 @@ class InventoryItem:
             keywords=tuple(data.get("keywords", ())),
             indeterminate=bool(data.get("indeterminate", False)),
             source=data.get("source", "static"), path=data.get("path", ""),
+            error=str(data.get("error", "")),
         )
 
 
@@ -154,6 +159,11 @@ class Inventory:
 
     def placeholders(self) -> tuple[InventoryItem, ...]:
         return self._placeholders
+
+    def unparsable(self) -> tuple[InventoryItem, ...]:
+        """One placeholder per test file that does not parse (``error`` says why, ``loc``
+        where): pytest cannot collect such a file, so none of its tests runs."""
+        return tuple(p for p in self.placeholders() if p.error)
 
     def ids(self) -> list[str]:
         """Every node id but the placeholders'."""

@@ -28,7 +28,7 @@ from testdb.inventory.packed_rows import row as _row
 
 __all__ = ["FORMAT", "PackedInventory", "Prepared", "file_blob"]
 
-FORMAT = "packed-v3"
+FORMAT = "packed-v4"  # v4: a placeholder row may carry the error of a file that does not parse
 
 
 class _Stored:

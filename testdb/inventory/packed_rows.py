@@ -45,8 +45,11 @@ def _rows(items: Iterable[InventoryItem]) -> list[tuple[Any, ...]]:
 
 
 def row(i: InventoryItem) -> tuple[Any, ...]:
-    return (i.nodeid, i.file, i.line, i.function, i.classes, i.params, i.markers, i.keywords,
-            i.indeterminate, i.source, i.path)
+    """The item's fields in order (``InventoryItem(*row)`` gives it back); ``error`` only
+    where it is set (a file that does not parse), so every other row stays as short."""
+    fields = (i.nodeid, i.file, i.line, i.function, i.classes, i.params, i.markers, i.keywords,
+              i.indeterminate, i.source, i.path)
+    return (*fields, i.error) if i.error else fields
 
 
 def prepared_items(file: str, items: Iterable[InventoryItem]) -> Prepared:

@@ -57,17 +57,27 @@ def scan_groups(source: str | bytes, file_id: str, *, dirs: tuple[str, ...] = ()
     """The module's test functions in compact form (see ``groups.expand``)."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        # pytest reports a collection error; what the module would define is unknown
-        return [_placeholder(file_id, (), dirs, 1)]
+    except (SyntaxError, ValueError) as e:
+        # pytest cannot import the module: a collection error, and CI runs none of its tests.
+        # One placeholder keeps where and why (errors only the compiler finds, such as a
+        # `return` outside a function, are not looked for: compiling costs half a parse more).
+        line, why = parse_error(e)
+        return [_placeholder(file_id, (), dirs, line, error=why)]
     raw = source.encode() if isinstance(source, str) else source
     return list(_ModuleScan(tree, raw, file_id, dirs, config).groups())
 
 
+def parse_error(e: SyntaxError | ValueError) -> tuple[int, str]:
+    """(line, what is wrong) of a module ``ast.parse`` refused (a ValueError: null bytes)."""
+    if isinstance(e, SyntaxError):
+        return max(e.lineno or 1, 1), f"syntax error: {e.msg}"
+    return 1, f"cannot parse: {e}"
+
+
 def _placeholder(file_id: str, classes: tuple[str, ...], dirs: tuple[str, ...], line: int,
-                 function: str = WILDCARD) -> Group:
+                 function: str = WILDCARD, error: str = "") -> Group:
     keywords = tuple(dict.fromkeys((*dirs, file_id.rsplit("/", 1)[-1], *classes)))
-    return Group(classes, function, line, True, (), (), keywords, ((None, ()),))
+    return Group(classes, function, line, True, (), (), keywords, ((None, ()),), error)
 
 
 class _ModuleScan:

@@ -113,7 +113,8 @@ def test_where_no_match_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     # a near miss: the nearest ids ("did you mean")
     code, out, _ = exit_code([*ROOT, "where", "TestLlama3_1_8BInstruct::test_chunked_prefil"],
                              capsys)
-    assert code == 1 and out.startswith(f"no test matches; did you mean {CHUNKED}, ")
+    # (other classes' test_chunked_prefill are past the edit budget on Class::function)
+    assert code == 1 and out.strip() == f"no test matches; did you mean {CHUNKED}?"
     code, out, _ = exit_code([*ROOT, "where", CHUNKED + "[attn_backend=TRTLL]"], capsys)
     assert code == 1 and out.startswith(
         f"no test matches; did you mean {CHUNKED}[attn_backend=TRTLLM], ")
