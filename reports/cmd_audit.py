@@ -18,7 +18,7 @@ from reports.common import (
     use_colour,
     with_note,
 )
-from testdb.errors import EXIT_FINDINGS, UsageError
+from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
 
 # behaviours > behaviour > guards > tier > guard: each guard (with its runs) on one line
 AUDIT_JSON_DEPTH = 5
@@ -95,6 +95,13 @@ def plan_tree(opts: Any, sha: str, rules: str | None) -> Iterator[tuple[Any, str
     with scratch(opts.root, trees_dir(opts.root)) as tree:
         tree.checkout(tree_of(opts.root, sha))
         root = os.path.join(tree.root, prefix) if prefix else tree.root
+        for name in given.in_tree:
+            rel = getattr(given, name)
+            if not os.path.isfile(given.path(name, root) or ""):
+                flag = "--" + name.replace("_", "-")
+                raise InputError(f"{flag} {rel} is not in the tree of {sha[:12]}: --head reads "
+                                 "the plan from that commit", SourceLoc(rel),
+                                 "commit the file, or give a path outside the checkout")
         index = load(root, stages=given.path("stages", root),
                      triggers=given.path("triggers", root),
                      platform_facts=given.path("platform_facts", root), use_cache=opts.use_cache)

@@ -110,3 +110,13 @@ def test_head_with_root_below_the_top_of_the_repository(run_cli, tmp_path: Path)
     assert res.code == 0, res.err
     data = json.loads(res.out)
     assert CHUNKED.format("TRTLLM") in behaviour(data, "create_py_executor")["pre_merge_guards"]
+
+
+def test_a_plan_file_given_inside_the_checkout_but_not_in_head_is_exit_2(run_cli, history: Path
+                                                                          ) -> None:  # type: ignore[no-untyped-def]
+    shutil.copy(history / STAGES, history / "ci/mine.yml")  # untracked: in no commit's tree
+    res = run_cli("--root", str(history), "--stages", str(history / "ci/mine.yml"), "audit",
+                  "--base", "HEAD~2", "--head", "HEAD~1")
+    assert res.code == 2 and res.out == ""
+    assert res.err.startswith("error: ci/mine.yml: --stages ci/mine.yml is not in the tree of ")
+    assert res.err.rstrip().endswith("commit the file, or give a path outside the checkout")
