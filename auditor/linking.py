@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,9 +59,10 @@ class Auditor(Candidates):
         texts = {f.new_path: f.new_text for f in change.files
                  if f.new_path and f.new_text is not None}
         gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
-        graph = graph or build_graph(change.root, texts, exclude=gone)
-        inventory = (inventory if inventory is not None
-                     else _static_inventory(change.root, texts, gone))
+        with gc_paused():  # the graph and the inventory live as long as the Auditor too
+            graph = graph or build_graph(change.root, texts, exclude=gone)
+            inventory = (inventory if inventory is not None
+                         else _static_inventory(change.root, texts, gone))
         super().__init__(index, change.root, graph, inventory, texts)
         from testdb.inventory.cache import default_cache_dir
 
@@ -124,8 +126,10 @@ class Auditor(Candidates):
         files = self._module_files(module)
         parts = [self._file_part(fid) for _, fid in files]
         decision = combine(p[0] for p in parts)
-        top = heapq.nsmallest(MAX_SHOWN_GUARDS, ((*key, dist) for (dist, _), p in
-                                                 zip(files, parts, strict=True) for key in p[1]))
+        # The first of the files' shown ids, each file's already in order: merged, not sorted.
+        top = itertools.islice(heapq.merge(*(_tagged(p[1], dist) for (dist, _), p
+                                             in zip(files, parts, strict=True))),
+                               MAX_SHOWN_GUARDS)
         shown = sorted((self._module_link(tid, dist) for _, tid, dist in top),
                        key=lambda e: e.test_id)
         guards = {"module": [self.guard(e) for e in shown]} if shown else {}
@@ -278,27 +282,39 @@ class Auditor(Candidates):
         return self._module_counts[module]
 
 
+def _tagged(keys: list[tuple[int, str]], dist: int) -> Iterator[tuple[int, str, int]]:
+    """A file's shown ids (in order) with the distance of the module that reaches it."""
+    for order, tid in keys:
+        yield order, tid, dist
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """The cyclic GC paused: judging makes ~10^5 records, none in a cycle, and each collection
-    would walk those that survived so far (a tenth of a warm audit); refcounting frees them."""
+    """The cyclic GC paused while judging: it makes ~10^5 records, none in a cycle, that live
+    as long as the Auditor's memos, and each collection would walk those that survived so far
+    (a tenth of a warm audit). They are frozen afterwards, as the CLI freezes the loaded index:
+    else the first collection after would walk them all once more. Refcounting still frees
+    them when the Auditor goes."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
             gc.enable()
 
 
 def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:
-    from testdb.inventory import build_static, scan_source
+    from testdb.inventory import build_static
 
     inv = build_static(root)
     overlay = {p: test_file_id(p) for p in [*texts, *gone]}
     stale = {fid for fid in overlay.values() if fid}
     if not stale:
         return inv
+    from testdb.inventory import scan_source  # the scanner: only for test files changed here
+
     items = []
     for path, text in texts.items():
         fid = overlay[path]

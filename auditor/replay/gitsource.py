@@ -147,6 +147,9 @@ class ScratchTree:
         self.tree: str | None = None
         self.files: dict[str, TreeEntry] = {}
         self._stats: dict[str, tuple[int, int, int]] = {}
+        self._saved_tree: str | None = None  # the tree the manifest on disk records
+        self._stale = False  # the manifest on disk lists what the slot no longer holds
+        self._verified = False
         self._load_manifest()
         self._verify()  # whatever happened to the slot since its last use is put right
 
@@ -155,7 +158,7 @@ class ScratchTree:
         try:
             with open(os.path.join(self.root, _MANIFEST), encoding="utf-8") as fh:
                 doc = json.load(fh)
-            self.tree = doc["tree"]
+            self.tree = self._saved_tree = doc["tree"]
             self.files = {p: (m, s) for p, (m, s, *_rest) in doc["files"].items()}
             self._stats = {p: (int(v[2]), int(v[3]), int(v[4]))
                            for p, v in doc["files"].items()}
@@ -190,6 +193,7 @@ class ScratchTree:
                     continue
                 if p not in self.files or self._stat(p) != self._stats.get(p):
                     os.unlink(os.path.join(d, n))
+                    self._stale = self._stale or p in self.files
                     self.files.pop(p, None)
                 else:
                     seen.add(p)
@@ -200,14 +204,16 @@ class ScratchTree:
                     dirs.remove(n)
         for p in set(self.files) - seen:
             del self.files[p]
+            self._stale = True
         self.tree = None  # the content is known file by file now, not as one tree
+        self._verified = True
 
     # ---- moving to a commit ------------------------------------------------------------------
     def checkout(self, tree: str) -> list[str]:
         """Make the slot hold ``tree``; returns the paths written or removed."""
         if self.tree == tree:
             return []
-        if self.tree is None:
+        if self.tree is None and not self._verified:  # (__init__ has just verified it)
             self._verify()
         want = list_tree(self.repo, tree)
         changed = [p for p in set(self.files) | set(want) if self.files.get(p) != want.get(p)]
@@ -217,7 +223,11 @@ class ScratchTree:
             if p in want and _safe(p):
                 self._write(p, *want[p])
         self.tree = tree
-        self._save_manifest()
+        if changed or self._stale or self._saved_tree != tree:
+            # Not rewritten when nothing changed: writing it changes the slot's own directory,
+            # and with it the import graph's stamp of the tree (a warm audit rebuilt the graph).
+            self._save_manifest()
+            self._saved_tree, self._stale = tree, False
         return changed
 
     def _remove(self, path: str) -> None:
