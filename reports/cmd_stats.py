@@ -15,14 +15,27 @@ from testdb.stats import stats_of
 @format_option("text", "json")
 @click.pass_obj
 def stats(opts: Any, fmt: str) -> int:
-    """Count contexts, blocks, entries, QA lists and waives, plus warnings.
+    """Count contexts, blocks, entries, QA lists and waives, plus warnings. With test
+    sources in the checkout, verdicts are counted as `where` gives them (a listed name that
+    names no test is invalid); without, they say "not checked against sources".
 
     \b
     Example:
       testdb --root data/trtllm stats --format json
     """
+    from testdb.inventory.tree import INTEGRATION_DIR, has_test_sources
+
     index = opts.index()
-    out, err, code = render(*stats_of(index, use_cache=opts.use_cache), fmt)
+    checker = inventory_key = None
+    if has_test_sources(index.root, (INTEGRATION_DIR,)):  # as `where` and `report` check
+        from testdb.inventory import build_static
+        from testdb.inventory.tree import inventory_key as key_of
+        from testdb.names import NameChecker
+
+        checker = NameChecker(build_static(index.root))
+        inventory_key = key_of(index.root)
+    out, err, code = render(*stats_of(index, use_cache=opts.use_cache, checker=checker,
+                                      inventory_key=inventory_key), fmt)
     for line in err:  # errors before the result
         click.echo(line, err=True)
     click.echo(out)

@@ -58,9 +58,18 @@ def render_text(d: dict[str, Any]) -> str:
         f"stages          {d['stages']} enabled, {d['stages_disabled']} disabled; "
         f"{d['durations']} recorded durations",
         f"test ids        {d['test_ids']}: "
-        + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())),
+        + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())) + _checked(d),
     ]
     for s in d["skipped_files"]:
         lines.append(f"skipped         {s['path']}: {s['reason']}")
     lines.append(f"diagnostics     {d['errors']} errors, {d['warnings']} warnings")
     return "\n".join(lines)
+
+
+def _checked(d: dict[str, Any]) -> str:
+    """How the verdicts were checked against the test sources (as ``where`` says it)."""
+    names = d.get("names") or {}
+    if not names.get("checked"):
+        return " (not checked against sources)"
+    n = names.get("not_checked", 0)
+    return f"; {n} not checked against sources (ids computed at run time)" if n else ""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -36,7 +37,6 @@ INVALID_MEANING = "names no test in this checkout; CI ignores it"
 NOT_CHECKED_MEANING = "not checked against sources"
 MAX_SUGGESTIONS = 3
 MAX_CANDIDATES = 500  # ids of one function ranked per name (CI caps its candidates too)
-NAME_CUTOFF = 0.6  # difflib ratio below which a function or class name is not suggested
 # A suggested name (``Class::function``, as CI's corrector compares them) is at most this many
 # edits from the wanted one (CI's MAX_TEST_NAME_EDIT_DISTANCE), and at most a third of the
 # wanted name's length: two short names within 6 edits of each other are any two names
@@ -85,39 +85,55 @@ class _File:
         return self._classes
 
 
-def _pieces(params: str) -> Counter[str]:
-    return Counter(params.split("-"))  # pytest joins the ids of stacked parameters with "-"
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(params: str) -> tuple[frozenset[str], Counter[str] | None, frozenset[str]]:
+    """A ``[params]`` string's ``-`` pieces (pytest joins stacked ids with ``-``), as a set and,
+    when a piece repeats, as a multiset; and its parameter names. One function's ids are ranked
+    for each wrong id of it: each is split once."""
+    pieces = params.split("-")
+    unique = frozenset(pieces)
+    counted = Counter(pieces) if len(unique) != len(pieces) else None
+    return unique, counted, frozenset(p.split("=", 1)[0] for p in unique if "=" in p)
 
 
-def _names(pieces: Counter[str]) -> set[str]:
-    return {p.split("=", 1)[0] for p in pieces if "=" in p}
+def _differing(a: tuple[frozenset[str], Counter[str] | None, frozenset[str]],
+               b: tuple[frozenset[str], Counter[str] | None, frozenset[str]]) -> int:
+    """How many pieces differ between two parsed ``[params]`` (multiset difference)."""
+    if a[1] is None and b[1] is None:
+        return len(a[0] ^ b[0])
+    ca, cb = a[1] or Counter(a[0]), b[1] or Counter(b[0])
+    return sum(((ca - cb) + (cb - ca)).values())
 
 
 def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
     """The ``[params]`` strings of ``candidates`` closest to ``params``: fewest differing
     ``-`` pieces first, then most parameter names in common, then source order. A candidate
     sharing no piece and no parameter name must be within ``PARAM_DISTANCE``."""
-    want = _pieces(params)
-    want_names = _names(want)
+    want = _parsed(params)
     scored: list[tuple[int, int, float, int, str]] = []
     for n, c in enumerate(candidates[:MAX_CANDIDATES]):
-        got = _pieces(c)
-        diff = sum(((want - got) + (got - want)).values())
-        names = len(want_names & _names(got))
+        got = _parsed(c)
+        names = len(want[2] & got[2])
         ratio = 0.0
-        if not names and not want & got:
+        if not names and not want[0] & got[0]:
             ratio = difflib.SequenceMatcher(None, params, c, autojunk=False).ratio()
             if (1 - ratio) * max(len(params), len(c)) > PARAM_DISTANCE:
                 continue
-        scored.append((diff, -names, -ratio, n, c))
+        scored.append((_differing(want, got), -names, -ratio, n, c))
     return [s[-1] for s in sorted(scored)[:limit]]
 
 
 def nearest_names(name: str, candidates: list[str], limit: int = MAX_SUGGESTIONS) -> list[str]:
-    """Function or class names close to ``name`` (difflib's ratio, as ``get_close_matches``),
-    each within ``name_budget`` edits of it."""
-    near = difflib.get_close_matches(name, candidates, n=4 * limit, cutoff=NAME_CUTOFF)
-    return [c for c in near if close_enough(name, c)][:limit]
+    """Function or class names within ``name_budget`` edits of ``name``, fewest edits first
+    (then in the order given), as CI's corrector ranks names."""
+    bound = name_budget(name)
+    scored = []
+    for n, c in enumerate(candidates):
+        if abs(len(c) - len(name)) <= bound:  # the cheap test first: most names are turned away
+            d = edit_distance(name, c, bound)
+            if d is not None:
+                scored.append((d, n, c))
+    return [c for _, _, c in sorted(scored)[:limit]]
 
 
 def name_budget(name: str) -> int:
@@ -138,10 +154,15 @@ def edit_distance(a: str, b: str, bound: int) -> int | None:
         return None
     if a == b:
         return 0
-    # Each edit changes the letters' counts by at most one either way: a cheap lower bound
-    # that turns most unrelated names away before the table is filled.
+    # Cheap lower bounds first, which turn most unrelated names away before the table is
+    # filled: an edit adds or removes at most one letter of the alphabet each side uses, and
+    # changes the letters' counts by at most one either way.
+    if len(set(a) ^ set(b)) > 2 * bound:
+        return None
     bag_a, bag_b = Counter(a), Counter(b)
-    if max(sum((bag_a - bag_b).values()), sum((bag_b - bag_a).values())) > bound:
+    bag_a.subtract(bag_b)
+    if max(sum(v for v in bag_a.values() if v > 0), -sum(v for v in bag_a.values() if v < 0)
+           ) > bound:
         return None
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
@@ -232,7 +253,8 @@ class NameChecker:
         return self._wrong_function(test_id, node, g)
 
     def _wrong_params(self, test_id: str, node: NodeId, ids: list[str]) -> NameCheck:
-        params = [i[len(node.base) + 1:-1] for i in ids if i != node.base]
+        base, cut = node.base, len(node.base) + 1  # (a property: not once per id)
+        params = [i[cut:-1] for i in ids if i != base]
         if node.params is None:
             shown = ids[:MAX_SUGGESTIONS]
             return NameCheck(test_id, INVALID, f"{INVALID_MEANING}: CI matches exact ids and "

@@ -11,10 +11,10 @@ sources". ``did_you_mean`` answers a pattern that names nothing.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from testdb.inventory.tree import INTEGRATION_DIR, SOURCE_DIRS, has_test_sources
 from testdb.query import match_ids
 
 if TYPE_CHECKING:
@@ -26,24 +26,9 @@ VERDICT_ORDER = ("pre-merge", "gated", "post-merge-only", "qa-only", "waived", "
                  "invalid")
 UNLISTED_MEANING = "in no test list: never runs in CI"
 NO_SOURCES = "not checked against sources: no test sources in this checkout"
-INTEGRATION_DIR = "tests/integration/defs"
-SOURCE_DIRS = (INTEGRATION_DIR, "tests/unittest")
-
-
-def has_test_sources(root: str, dirs: tuple[str, ...] = SOURCE_DIRS) -> bool:
-    """Whether the checkout has test sources to check ids against: a Python file or a
-    directory in one of the pytest roots ``dirs`` (a checkout of lists only has neither;
-    looking at the roots' own entries keeps a ``where`` of such a checkout from importing the
-    scanner)."""
-    for rel in dirs:
-        try:
-            with os.scandir(os.path.join(root, rel)) as it:
-                if any(e.name.endswith(".py") or (e.is_dir() and not e.name.startswith("."))
-                       for e in it):
-                    return True
-        except OSError:
-            continue
-    return False
+__all__ = ["INTEGRATION_DIR", "NO_SOURCES", "SOURCE_DIRS", "UNLISTED_MEANING", "VERDICT_ORDER",
+           "checked", "did_you_mean", "has_test_sources", "not_checked_reason", "unbalanced",
+           "unlisted_record", "verdict_counts", "whole_functions"]
 
 
 def checked(record: dict[str, Any], check: NameCheck | None) -> dict[str, Any]:

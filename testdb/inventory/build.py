@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
-import testdb
 from testdb.errors import InputError
 from testdb.files import read_cache, write_cache
-from testdb.inventory.cache import SCHEMA, FileCache, file_key
+from testdb.inventory.cache import FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
 from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory
 from testdb.inventory.packed_rows import Prepared, prepared_items
+from testdb.inventory.tree import inventory_stamp, whole_format
 from testdb.parallel import MIN_ITEMS, parallel_map
-from testdb.stamp import Stamp, code_stamp
+from testdb.stamp import Stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
 DEFAULT_DIRS: tuple[tuple[str, str], ...] = (
@@ -252,12 +252,7 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
 
 def _whole_format() -> str:
     """What the whole-inventory cache's layout depends on: its format and this code."""
-    return f"whole-v3;{code_stamp(os.path.dirname(os.path.abspath(__file__)))}"
-
-
-def _bytes_digest(path: str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+    return whole_format()
 
 
 def _test_dirs(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig
@@ -307,9 +302,8 @@ def _unit_ids(inv: Inventory) -> list[str]:
 
 def _stamp(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
            store: FileCache) -> Stamp:
-    return Stamp(str(store.directory), [
-        testdb.__version__, str(SCHEMA), config.fingerprint(), repr(dirs), _whole_format(),
-        os.path.abspath(root), os.path.realpath(root)], digest=_bytes_digest)
+    """The test tree's stamp (``testdb.inventory.tree``: a warm ``stats`` checks it too)."""
+    return inventory_stamp(root, dirs, config.fingerprint(), str(store.directory))
 
 
 def _units_path(directory: Path, digest: str) -> Path:

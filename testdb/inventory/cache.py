@@ -10,14 +10,11 @@ from pathlib import Path
 from testdb.files import read_cache, write_cache
 from testdb.inventory.groups import Group, from_json, to_json
 
-# Bump when the scanner's output for the same input changes.
-SCHEMA = 4  # 4: a file that does not parse keeps its error (line, message)
+# The schema (bumped when the scanner's output for the same input changes) and the cache
+# directory live in the light module a warm `stats` reads them from.
+from testdb.inventory.tree import SCHEMA, default_cache_dir
 
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("TESTDB_CACHE_DIR")
-    base = Path(env) if env else Path.home() / ".cache" / "testdb-audit"
-    return base / f"inventory-v{SCHEMA}"
+__all__ = ["SCHEMA", "FileCache", "default_cache_dir", "file_key"]
 
 
 def file_key(content: bytes, *context: str) -> str:

@@ -297,7 +297,7 @@ def test_internal_error_is_exit_3_without_traceback(monkeypatch: pytest.MonkeyPa
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     import testdb.stats
 
-    def boom(_: object) -> None:
+    def boom(*_: object) -> None:
         raise RuntimeError("kaboom")
 
     monkeypatch.setattr(testdb.stats, "compute_stats", boom)
