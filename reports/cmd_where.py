@@ -28,7 +28,8 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
     """Which stages run PATTERN, per parametrization, and does it run before merge?
 
     PATTERN is an exact node id, a node id without [params] (all its parametrizations),
-    a Class::function or function name, or a glob with * and ?. With test sources in the
+    a Class::function or function name, a class, a file or a directory (file.py,
+    file.py::Class, dir/: every test in it), or a glob with * and ?. With test sources in the
     checkout, every parametrization of a matching function is shown: listed ones with their
     verdict, unlisted ones as unscheduled, listed names that name no test as invalid.
 
