@@ -52,6 +52,7 @@ class Candidates:
         self._listed_only: list[str] | None = None  # listed ids the inventory lacks
         self._trees: dict[str, ast.Module | None] = {}
         self._bare_names: dict[tuple[str, str], str | None] = {}
+        self._file_ids: dict[str, str | None] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
     def all_ids(self) -> set[str]:
@@ -139,8 +140,10 @@ class Candidates:
 
     # ---- the import graph --------------------------------------------------------------------
     def module_file_id(self, module: str) -> str | None:
-        info = self.graph.modules.get(module)
-        return test_file_id(info.path) if info else None
+        if module not in self._file_ids:
+            info = self.graph.modules.get(module)
+            self._file_ids[module] = test_file_id(info.path) if info else None
+        return self._file_ids[module]
 
     def test_importers(self, module: str) -> tuple[dict[str, int], dict[str | None, int]]:
         """The test modules importing ``module`` and their test files, with the distance."""

@@ -29,7 +29,7 @@ class GuardLocator:
     _lines: Any = None  # testdb.inventory.select.SelectionIndex, built on first use
     _names: Any = None  # testdb.names.NameChecker over the inventory, built on first use
     _via: dict[tuple[str, ...], tuple[str, str, tuple[Run, ...], str]] = field(
-        default_factory=dict)  # runs() of unit tests listed only through these selections
+        default_factory=dict)  # runs() of tests not listed by id, by the selections naming them
 
     @classmethod
     def build(cls, index: Index, pipeline: PrPipeline, inventory: Any,
@@ -80,11 +80,11 @@ class GuardLocator:
         """(schedule verdict, effective verdict for this change, runs, via-selection)."""
         if self.names_no_test(test_id):
             return "invalid", "invalid", (), ""  # CI ignores the lines: nothing runs, ever
-        if test_id.startswith("unittest/") and test_id not in self.index.schedule.placements:
-            # Listed only through selections: the answer is the selections' (most unit tests
-            # share a few), worked out once for each set of them.
-            key = tuple(sel.test for sel in self.selections_for(test_id)) if "::" in test_id \
-                else ()
+        if self.index.schedule.placements.get(test_id) is None:
+            # Not listed by its own id: the answer is that of the selections that run it (most
+            # unit tests share a few; an integration id has none), once for each set of them.
+            key = (tuple(sel.test for sel in self.selections_for(test_id))
+                   if test_id.startswith("unittest/") and "::" in test_id else ())
             got = self._via.get(key)
             if got is None:
                 got = self._via[key] = self._runs_from(*self.placements(test_id))

@@ -215,6 +215,10 @@ class ScratchTree:
             return []
         if self.tree is None and not self._verified:  # (__init__ has just verified it)
             self._verify()
+        if self.tree is None and self._saved_tree == tree and not self._stale:
+            # Verified just now against a manifest of this very tree: nothing to write.
+            self.tree = tree
+            return []
         want = list_tree(self.repo, tree)
         changed = [p for p in set(self.files) | set(want) if self.files.get(p) != want.get(p)]
         for p in sorted(changed):
