@@ -9,7 +9,7 @@ from typing import Any
 import testdb
 from auditor.behaviour import Behaviour, behaviours, code_units, unit_at
 from auditor.diff import Change, FileChange, is_test_path
-from auditor.evidence import Evidence, level_phrase
+from auditor.evidence import CAN_GUARD, Evidence, level_phrase, weak_why
 from auditor.linking import (
     MAX_FINDING_GUARDS,
     MAX_TOKEN_PARAMS,
@@ -104,6 +104,9 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
                 f"{lc['test']} moved from a pre_merge to a post_merge block of {lc['context']}: "
                 "it no longer reports before merge", guards=(lc["test"],),
                 headline=f"{lc['test']} moved to post-merge"))
+    for (mod, tok), n in sorted(aud.unreached.items()):
+        result.notes.append(f"{n} parametrization(s) name {tok} but their test modules do not "
+                            f"import {mod}; not linked")
     for tok in sorted(aud.common_tokens):
         result.notes.append(f"token {tok!r} names {aud.value_count(tok)} parametrizations, "
                             f"more than {MAX_TOKEN_PARAMS}: too common to link by parameter")
@@ -136,6 +139,14 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
     """The verdict is the deciding level's (auditor.verdict.decide); findings follow it."""
     br = BehaviourResult(b.path, b.module, b.qualname, b.kind, b.status, b.line, b.added,
                          b.removed, b.tokens)
+    if b.parse_error:
+        result.findings.append(Finding(
+            "error", "unparsable-change", b.path, b.line,
+            f"{b.path}:{b.line}: the changed file does not parse "
+            f"({b.parse_error.split(': ', 1)[-1]}); its behaviour cannot be judged. Fix the "
+            "syntax error: pytest could not import the tests that import it either",
+            function=b.qualname))
+        return br  # verdict "unguarded": nothing links what cannot be read
     j = judged if judged is not None else aud.judge(b, changed_ids)
     d = j.decision
     br.guards, br.guard_counts = j.guards, j.counts
@@ -145,24 +156,39 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
         bad = (f"; the {len(d.invalid)} listed id(s) linked to it name no test in this "
                "checkout" if d.invalid else "")
         result.findings.append(Finding("error", "no-guard", b.path, b.line,
-                                       f"{where} changed and no test is linked to it" + bad,
-                                       function=b.qualname))
+                                       f"{where} changed and no test is linked to it" + bad
+                                       + _unreached(aud, b), function=b.qualname))
         return br
     br.tier, br.rank = d.level
     br.verdict, br.deciding_count = d.verdict, len(d.deciding)
-    br.pre_merge_guards = list(d.pre_merge)
+    br.pre_merge_guards, br.weak_links = list(d.pre_merge), list(d.weak)
     deciding = [g.test_id for gs in br.guards.values() for g in gs if br.decides(g)]
-    if not br.guarded:
+    if d.weak:
+        result.findings.append(Finding(
+            "error", "weak-evidence-only", b.path, b.line,
+            f"{where} is linked to pre-merge tests only because "
+            f"{weak_why(d.level, d.deciding, d.weak)}; no test is shown to exercise it, so "
+            "none guards it. Run the audit with --coverage (coverage contexts), or add a test "
+            f"that calls {b.name}" + (" or names its parameter" if d.level.tier == "parameter"
+                                      else "")
+            + "; no /bot run line is suggested: more stages would only start more such tests",
+            function=b.qualname))
+    elif not br.guarded:
         weaker = sorted({g.test_id for t, gs in br.guards.items() if t != "module" for g in gs
                          if not br.decides(g) and g.effective == "pre-merge"})
         context = (f"; {len(weaker)} weaker link(s) that run pre-merge are context, not guards "
                    f"(e.g. {weaker[0]})" if weaker else "")
+        can_guard = CAN_GUARD[d.level]
+        cannot = ("" if can_guard else "; they could not guard even where they ran pre-merge ("
+                  + ("they only import its module" if d.level.tier == "module"
+                     else "they only share a value") + "), so no stage is suggested")
         result.findings.append(Finding(
             "error", "no-pre-merge-guard", b.path, b.line,
             f"{where} has no pre-merge guard: its {level_phrase(d.level, len(d.deciding))} "
             f"run at best {br.verdict}" + ("" if j.stages else "; no CI stage runs them")
-            + context, function=b.qualname, guards=tuple(deciding[:MAX_FINDING_GUARDS]),
-            stages=tuple(j.stages)))
+            + cannot + context, function=b.qualname,
+            guards=tuple(deciding[:MAX_FINDING_GUARDS]),
+            stages=tuple(j.stages) if can_guard else ()))
     elif j.thin:
         result.findings.append(Finding(
             "info", "thin-pre-merge-guard", b.path, b.line,
@@ -174,6 +200,14 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
         if g.test_id in changed_ids and g.effective not in ("pre-merge", "invalid"):
             _warn_half_guard(aud, b, g, result)
     return br
+
+
+def _unreached(aud: Auditor, b: Behaviour) -> str:
+    """Why a changed value links no parametrization that carries it (candidates.unreached)."""
+    missed = [(tok, aud.unreached[(b.module, tok)]) for tok in b.tokens
+              if (b.module, tok) in aud.unreached]
+    return "".join(f"; {n} parametrization(s) name {tok} but their test modules do not "
+                   f"import {b.module}" for tok, n in missed)
 
 
 def _run_label(r: Run) -> str:

@@ -41,6 +41,7 @@ class Behaviour:
     added: tuple[int, ...]  # head-side lines changed
     removed: tuple[int, ...]  # base-side lines changed
     tokens: tuple[str, ...]
+    parse_error: str = ""  # the head file does not parse: "line N: msg"; nothing is judged
 
     @property
     def name(self) -> str:
@@ -144,12 +145,33 @@ def _parse(text: str | None) -> ast.Module | None:
         return None
 
 
+def parse_error(text: str) -> tuple[int, str] | None:
+    """(line, message) of why ``text`` is no Python module; None when it parses."""
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        return e.lineno or 1, e.msg
+    except ValueError as e:  # source code string cannot contain null bytes
+        return 1, str(e)
+    return None
+
+
+def unparsable(fc: FileChange, line: int, msg: str) -> Behaviour:
+    """The one behaviour of a file whose head side does not parse: its units, and so its
+    guards, cannot be known (a module-level link would be a guess), so nothing links it."""
+    return Behaviour(fc.path, module_name(fc.path), "<module>", "module", fc.status
+                     if fc.status in ("added", "deleted") else "modified", line,
+                     tuple(sorted(fc.added)), tuple(sorted(fc.removed)), (),
+                     parse_error=f"line {line}: {msg}")
+
+
 def behaviours(fc: FileChange) -> tuple[list[Behaviour], list[str]]:
-    """Behaviour changes of one Python file, and notes (cosmetic-only units, parse failures)."""
+    """Behaviour changes of one Python file, and notes (cosmetic-only units). A head side that
+    does not parse is one behaviour that cannot be judged (``unparsable``)."""
     notes: list[str] = []
+    if fc.new_text is not None and (err := parse_error(fc.new_text)) is not None:
+        return [unparsable(fc, *err)], notes
     old_tree, new_tree = _parse(fc.old_text), _parse(fc.new_text)
-    if fc.new_text is not None and new_tree is None:
-        notes.append(f"{fc.path}: head side does not parse; changes mapped to module level")
     old_units = code_units(old_tree) if old_tree else []
     new_units = code_units(new_tree) if new_tree else []
     groups: dict[str, dict[str, set[int]]] = {}

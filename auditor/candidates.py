@@ -52,6 +52,9 @@ class Candidates:
         self._listed_only: list[str] | None = None  # listed ids the inventory lacks
         self._trees: dict[str, ast.Module | None] = {}
         self._bare_names: dict[tuple[str, str], str | None] = {}
+        # (module, token) -> parametrizations naming the token whose test module does not
+        # import the module: not linked (param_candidates)
+        self.unreached: dict[tuple[str, str], int] = {}
         self._file_ids: dict[str, str | None] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
@@ -161,11 +164,16 @@ class Candidates:
         if key not in self._params_by_module:
             reach_files = self.test_importers(module)[1]
             out = []
+            unreached = 0
             for tid, pname in self.params_naming(tok):
                 fid = tid.split("::", 1)[0]
                 if fid in reach_files or not self.source_known(fid):
                     out.append((tid, pname))
+                else:
+                    unreached += 1
             self._params_by_module[key] = out
+            if unreached:  # said in the audit's notes: why the value links none of them
+                self.unreached[key] = unreached
         return self._params_by_module[key]
 
     def names_in(self, module: str) -> frozenset[str]:

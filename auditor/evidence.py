@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -44,7 +46,20 @@ LEVEL_TITLES: dict[Level, str] = {
 STRENGTH: dict[Level, str] = {
     Level("coverage"): "strong", Level("parameter", 1): "strong",
     Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
-    Level("parameter", 3): "medium", Level("declared"): "medium", Level("module"): "weak",
+    Level("parameter", 3): "weak", Level("declared"): "medium", Level("module"): "weak",
+}
+# Whether a level's links can guard: make a verdict pre-merge. A test that only imports the
+# changed module, or only carries a value that is on the changed lines (its parameter's name
+# not on them, its test function not naming the changed code), is not shown to exercise the
+# change: both are the "weak" strength. When such a level decides and its best link runs
+# pre-merge, the behaviour is unguarded and those links are weak links
+# (auditor.verdict.verdict_for). ``declared`` can guard: the PR's author changed that test in
+# the same diff and its module reaches the changed code, a statement of intent the import
+# graph checks.
+CAN_GUARD: dict[Level, bool] = {
+    Level("coverage"): True, Level("parameter", 1): True, Level("parameter", 2): True,
+    Level("symbol"): True, Level("path-rule"): True, Level("parameter", 3): False,
+    Level("declared"): True, Level("module"): False,
 }
 _PARAMETER_RANKS = {1: "value and parameter name on the changed lines",
                     2: "value only, from a test that calls the changed code",
@@ -63,6 +78,7 @@ class Evidence:
     rank: int
     reason: str
     distance: int | None = None  # import distance, for the declared and module tiers
+    value: str = ""  # the changed token a parameter-tier link shares
 
     @property
     def level(self) -> Level:
@@ -71,6 +87,10 @@ class Evidence:
     @property
     def strength(self) -> str:
         return STRENGTH[self.level]
+
+    @property
+    def can_guard(self) -> bool:
+        return CAN_GUARD[self.level]
 
 
 def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
@@ -87,6 +107,23 @@ def level_phrase(level: Level, n: int) -> str:
     if level.tier != "parameter":
         return f"{n} {level.tier}-tier guard(s)"
     return f"{n} parameter-tier guard(s) ({_PARAMETER_RANKS[level.rank]})"
+
+
+def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) -> str:
+    """Why the links of a level that cannot guard do not: ``they import its module (27 of
+    1,801 linked parametrizations run pre-merge)``, ``they share the value TRTLLM (11 of
+    220 ...)``."""
+    pre = set(weak)
+    links = list(deciding)
+    if level.tier != "parameter":
+        return (f"they import its module ({len(pre):,} of {len(links):,} linked "
+                "parametrizations run pre-merge)")
+    total = Counter(e.value for e in links)
+    ran = Counter(e.value for e in links if e.test_id in pre)
+    vals = [f"{v or '?'} ({ran[v]:,} of {total[v]:,} linked parametrizations run pre-merge)"
+            for v in sorted(ran, key=lambda v: (-ran[v], v))]
+    return ("they share the value " + " or ".join(vals) + "; their parameter's name is not "
+            "on the changed lines and their test functions do not call it")
 
 
 def parameter_reason(pname: str | None, value: str, rank: int) -> str:

@@ -223,7 +223,8 @@ class Auditor(Candidates):
                 pname = pname or self.bare_param_name(tid, tok)
                 rank = parameter_rank(pname is not None and pname in names_on_lines,
                                       tid in reached)
-                out.append(Evidence(tid, "parameter", rank, parameter_reason(pname, tok, rank)))
+                out.append(Evidence(tid, "parameter", rank, parameter_reason(pname, tok, rank),
+                                    value=tok))
         return out
 
     def symbol_links(self, b: Behaviour) -> list[Evidence]:

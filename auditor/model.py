@@ -71,6 +71,9 @@ class BehaviourResult:
     verdict: str = "unguarded"
     pre_merge_guards: list[str] = field(default_factory=list)  # of the deciding level only
     deciding_count: int = 0  # links of the deciding level (all counted; context never is)
+    # Pre-merge links of a deciding level that cannot guard (auditor.evidence.CAN_GUARD): the
+    # verdict is then "unguarded", and these are weak links, never pre-merge guards.
+    weak_links: list[str] = field(default_factory=list)
 
     def decides(self, g: Guard) -> bool:
         """Whether a guard is one the verdict counts: of the deciding level, naming a test."""

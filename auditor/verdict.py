@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from auditor.evidence import LEVELS, Evidence, Level
+from auditor.evidence import CAN_GUARD, LEVELS, Evidence, Level
 from auditor.guards import best
 
 INVALID = "invalid"  # a listed id that names no test in the checkout: CI ignores it
 PRE_MERGE = "pre-merge"
+UNGUARDED = "unguarded"
 
 
 @dataclass(frozen=True)
@@ -20,20 +21,41 @@ class Decision:
     level: Level | None  # None: nothing links
     verdict: str
     deciding: tuple[Evidence, ...] = ()  # the deciding level's links (none invalid)
-    pre_merge: tuple[str, ...] = ()  # ... those that run in this PR's pipeline
-    not_pre_merge: tuple[str, ...] = ()  # ... and those that do not
+    pre_merge: tuple[str, ...] = ()  # ... those that run in this PR's pipeline and can guard
+    not_pre_merge: tuple[str, ...] = ()  # ... those that do not run in it
     invalid: tuple[str, ...] = ()  # links naming no test: never counted at any level
+    weak: tuple[str, ...] = ()  # ... those that run in it but cannot guard (weak links)
 
     @property
     def guarded(self) -> bool:
         return self.verdict == PRE_MERGE
 
 
+def verdict_for(level: Level, best_verdict: str) -> str:
+    """The behaviour's verdict from the deciding level and the best verdict among its links:
+    a level that cannot guard (``auditor.evidence.CAN_GUARD``: a test that only imports the
+    module, or only shares a value) never makes it pre-merge; then it is ``unguarded``. A
+    worse best verdict (gated, post-merge-only, ...) stands as it is."""
+    if best_verdict == PRE_MERGE and not CAN_GUARD[level]:
+        return UNGUARDED
+    return best_verdict
+
+
+def _decision(level: Level, links: list[tuple[Evidence, str]], invalid: tuple[str, ...]
+              ) -> Decision:
+    pre = tuple(e.test_id for e, v in links if v == PRE_MERGE)
+    guards = CAN_GUARD[level]
+    return Decision(level, verdict_for(level, best([v for _, v in links])),
+                    tuple(e for e, _ in links), pre if guards else (),
+                    tuple(e.test_id for e, v in links if v != PRE_MERGE), invalid,
+                    () if guards else pre)
+
+
 def decide(evidence: Iterable[Evidence], effective_verdict_of: Callable[[str], str]
            ) -> Decision:
     """The first level of ``LEVELS`` that has a link decides: its verdict is the best verdict
-    for this change among that level's links. A link whose test id names no test
-    (``invalid``) is no link."""
+    for this change among that level's links (``verdict_for``). A link whose test id names
+    no test (``invalid``) is no link."""
     by_level: dict[Level, dict[str, tuple[Evidence, str]]] = {}
     invalid: dict[str, None] = {}
     for e in evidence:
@@ -44,11 +66,9 @@ def decide(evidence: Iterable[Evidence], effective_verdict_of: Callable[[str], s
             by_level.setdefault(e.level, {}).setdefault(e.test_id, (e, v))  # one link per test
     level = next((lv for lv in LEVELS if lv in by_level), None)
     if level is None:
-        return Decision(None, "unguarded", invalid=tuple(invalid))
+        return Decision(None, UNGUARDED, invalid=tuple(invalid))
     links = sorted(by_level[level].values(), key=lambda ev: ev[0].test_id)
-    return Decision(level, best([v for _, v in links]), tuple(e for e, _ in links),
-                    tuple(e.test_id for e, v in links if v == PRE_MERGE),
-                    tuple(e.test_id for e, v in links if v != PRE_MERGE), tuple(invalid))
+    return _decision(level, links, tuple(invalid))
 
 
 def thin_guard(d: Decision) -> int:
@@ -67,10 +87,9 @@ def combine(parts: Iterable[Decision]) -> Decision:
     levels = {p.level for p in parts}
     level = next((lv for lv in LEVELS if lv in levels), None)
     if level is None:
-        return Decision(None, "unguarded", invalid=invalid)
+        return Decision(None, UNGUARDED, invalid=invalid)
     top = [p for p in parts if p.level == level]
-    deciding = sorted((e for p in top for e in p.deciding), key=lambda e: e.test_id)
-    pre = set().union(*(p.pre_merge for p in top))
-    return Decision(level, best([p.verdict for p in top]), tuple(deciding),
-                    tuple(e.test_id for e in deciding if e.test_id in pre),
-                    tuple(e.test_id for e in deciding if e.test_id not in pre), invalid)
+    pre = set().union(*(p.pre_merge for p in top), *(p.weak for p in top))
+    # A part's own best verdict: pre-merge when any of its links runs pre-merge.
+    links = [(e, PRE_MERGE if e.test_id in pre else p.verdict) for p in top for e in p.deciding]
+    return _decision(level, sorted(links, key=lambda ev: ev[0].test_id), invalid)

@@ -250,10 +250,12 @@ def guard_groups(b: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
             key = (decides is False, tier, _rank(g.get("rank")))
             groups.setdefault(key, []).append(g)
     order = {lv: i for i, lv in enumerate(LEVELS)}
+    weak = (b.get("decided_by") or {}).get("can_guard") is False  # only weak links decide
     out = []
     for (context, tier, rank), gs in sorted(groups.items(), key=lambda kv: (
             kv[0][0], order.get(Level(kv[0][1], kv[0][2] or 1), len(order)))):
-        lead = "also linked, not counted" if context else "decides the verdict"
+        lead = ("also linked, not counted" if context else
+                "weak links, cannot guard" if weak else "decides the verdict")
         out.append((f"{lead} — {_title(tier, rank)}", gs))
     return out
 

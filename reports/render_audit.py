@@ -6,7 +6,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from auditor.evidence import LEVEL_TITLES, Level
+from auditor.evidence import CAN_GUARD, LEVEL_TITLES, Level
 from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, BehaviourResult, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
 from reports.words import with_legend
@@ -28,6 +28,7 @@ def audit_json(a: Audit) -> dict[str, Any]:
             "rank": b.rank, "decided_by": _decided_by(b),
             "verdict": b.verdict, "pre_merge_guards": b.pre_merge_guards[:MAX_TIER_GUARDS],
             "pre_merge_guard_count": len(b.pre_merge_guards),
+            "weak_links": b.weak_links[:MAX_TIER_GUARDS], "weak_link_count": len(b.weak_links),
             "guards": {t: [_guard_json(g, b.decides(g)) for g in _top(gs, b)]
                        for t, gs in b.guards.items()},
             "guard_counts": b.guard_counts or {t: len(gs) for t, gs in b.guards.items()},
@@ -55,7 +56,7 @@ def _decided_by(b: BehaviourResult) -> dict[str, Any] | None:
         return None
     level = Level(b.tier, b.rank or 1)
     return {"tier": b.tier, "rank": level.rank, "title": LEVEL_TITLES.get(level, ""),
-            "guards": b.deciding_count}
+            "guards": b.deciding_count, "can_guard": CAN_GUARD.get(level, True)}
 
 
 def _top(guards: list[Guard], b: BehaviourResult) -> list[Guard]:
@@ -153,10 +154,19 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
             n = b.get("pre_merge_guard_count", len(pm))
             out.extend(_wrap("pre-merge guards: " + ", ".join(short_id(t) for t in pm[:4])
                              + (f" +{n - 4}" if n > 4 else ""), width, "  "))
-        for level, gs, total in _levels(b):
-            decides = gs[0].get("decides", level.tier == b["tier"])
-            lead = "decides the verdict" if decides else "also linked, not counted"
-            out.extend(_wrap(f"{lead}: {level_title(level)} ({total})", width, "  "))
+        if b.get("weak_links"):  # a level that cannot guard decided: no guard, weak links
+            wl = b["weak_links"]
+            n = b.get("weak_link_count", len(wl))
+            out.extend(_wrap("weak links that run pre-merge: " + ", ".join(
+                short_id(t) for t in wl[:4]) + (f" +{n - 4}" if n > 4 else ""), width, "  "))
+        weak_level = (b.get("decided_by") or {}).get("can_guard") is False
+        for level, gs, total, invalid in _levels(b):
+            decides = any(g.get("decides", level.tier == b["tier"]) for g in gs)
+            lead = ("also linked, not counted" if not decides else
+                    "weak links, cannot guard" if weak_level else "decides the verdict")
+            bad = (f"; +{invalid} invalid listed id{'s' * (invalid != 1)}, not counted"
+                   if invalid else "")
+            out.extend(_wrap(f"{lead}: {level_title(level)} ({total}{bad})", width, "  "))
             for g in gs[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
                 out.append(f"     {short_id(g['test_id'])}  {gv}")
@@ -250,9 +260,10 @@ def cost_text(s: dict[str, Any], shown: int = 4) -> str:
     return f"{n} extra shard{'s' if n != 1 else ''}{total}: " + ", ".join(parts)
 
 
-def _levels(b: dict[str, Any]) -> list[tuple[Level, list[dict[str, Any]], int]]:
-    """A behaviour's guards by level (tier, then rank), with each level's full count: the
-    deciding level's from ``decided_by``, a one-level tier's from ``guard_counts``."""
+def _levels(b: dict[str, Any]) -> list[tuple[Level, list[dict[str, Any]], int, int]]:
+    """A behaviour's guards by level (tier, then rank), with each level's full count (the
+    deciding level's from ``decided_by``, a one-level tier's from ``guard_counts``) and how
+    many of its shown links are invalid (they name no test: never counted)."""
     out = []
     decided = b.get("decided_by") or {}
     for tier in TIERS:
@@ -260,12 +271,13 @@ def _levels(b: dict[str, Any]) -> list[tuple[Level, list[dict[str, Any]], int]]:
         for g in b["guards"].get(tier) or []:
             by_rank.setdefault(int(g.get("rank", 1)), []).append(g)
         for rank, gs in sorted(by_rank.items()):
-            total = len(gs)
+            invalid = sum(1 for g in gs if g.get("effective") == "invalid")
+            total = len(gs) - invalid
             if (tier, rank) == (decided.get("tier"), decided.get("rank")):
                 total = max(total, int(decided.get("guards") or 0))
             elif len(by_rank) == 1:
-                total = max(total, int(b.get("guard_counts", {}).get(tier, 0)))
-            out.append((Level(tier, rank), gs, total))
+                total = max(total, int(b.get("guard_counts", {}).get(tier, 0)) - invalid)
+            out.append((Level(tier, rank), gs, total, invalid))
     return out
 
 

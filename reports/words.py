@@ -54,6 +54,10 @@ TERMS: tuple[Term, ...] = (
          "the strongest evidence found; only these tests count as guards"),
     Term("also linked", r"(?m)^\s*also linked, not counted: ",
          "weaker evidence, shown for context; never counted as a guard"),
+    Term("weak links", r"(?m)^\s*weak links(?:, cannot guard| that run pre-merge): ",
+         "the strongest evidence found only imports the changed module or only shares a "
+         "value: such tests are not shown to exercise the change, so none is a pre-merge guard "
+         "even where it runs pre-merge (--coverage, or a test that calls the code, can be)"),
     Term("runs via", r"\bruns via `",
          "the unit-test list line (a directory, maybe with -k) that runs the test"),
 )

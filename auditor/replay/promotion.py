@@ -78,7 +78,9 @@ def items_of(records: Sequence[CommitRecord], faulty: Sequence[FaultyChange] = (
         for b in r.behaviours:
             if b.share == "pre-merge" or not is_specific(b.tier) or not b.complete:
                 continue
-            tests = [t for g in b.deciding if g.effective in RAN
+            # A weak link (it only shares a value) would not guard the change even pre-merge
+            # (auditor.evidence.CAN_GUARD): moving it guards nothing.
+            tests = [t for g in b.deciding if g.effective in RAN and g.strength != "weak"
                      for t in ([g.test_id, g.via] if g.via else [g.test_id])]
             if tests:
                 out.append(Item(f"change {r.sha} {b.key}", "change", tuple(dict.fromkeys(tests)),

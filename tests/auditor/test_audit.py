@@ -310,21 +310,20 @@ def test_bad_rules_file_is_a_clear_error(run_cli, repo: Path) -> None:  # type: 
     assert res.code == 2 and "ci/audit-rules.yml:2" in res.err and "Traceback" not in res.err
 
 
-def test_module_tier_counts_every_guard_not_only_the_shown_ones(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A module-tier verdict covers all its guards, though the JSON shows 50: here 60
-    pre-merge unit-test guards (shown first) and 3 integration guards that run only post-merge.
-    The thin-guard finding must count those 3 (it once counted only the shown 50: none)."""
-    root = tmp_path / "repo"
+def _many_guards(root: Path, call: bool) -> None:
+    """60 pre-merge unit-test parametrizations and 3 post-merge integration ones, all importing
+    ``pkg.core``; with ``call`` their test functions call the changed ``f`` (symbol tier)."""
     units = ", ".join(str(i) for i in range(60))
+    body = "    assert pkg.core.f(n)\n" if call else "    assert n >= 0\n"
     files = {
         "pkg/__init__.py": "",
         "pkg/core.py": "def f(x):\n    return x + 1\n",
         "tests/unittest/test_units.py":
             f"import pytest\nimport pkg.core\n\n\n@pytest.mark.parametrize('n', [{units}])\n"
-            "def test_unit(n):\n    assert n >= 0\n",
+            "def test_unit(n):\n" + body,
         "tests/integration/defs/test_integ.py":
             "import pytest\nimport pkg.core\n\n\n@pytest.mark.parametrize('n', [1, 2, 3])\n"
-            "def test_big(n):\n    assert n\n",
+            "def test_big(n):\n" + body,
         "tests/integration/test_lists/test-db/l0_a10.yml":
             "l0_a10:\n- condition:\n    terms:\n      stage: pre_merge\n  tests:\n"
             "  - unittest/test_units.py\n- condition:\n    terms:\n      stage: post_merge\n"
@@ -340,13 +339,76 @@ def test_module_tier_counts_every_guard_not_only_the_shown_ones(run_cli, tmp_pat
     commit(root, "base")
     edit(root, "pkg/core.py", "x + 1", "x + 2")
     commit(root)
+
+
+def test_every_guard_is_counted_not_only_the_shown_ones(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A verdict covers all its guards, though the JSON shows 50: here 60 pre-merge unit-test
+    guards (shown first) and 3 integration guards that run only post-merge. The thin-guard
+    finding must count those 3 (it once counted only the shown 50: none)."""
+    root = tmp_path / "repo"
+    _many_guards(root, call=True)
     code, data = audit(run_cli, root)
     b = behaviour(data, "f")
-    assert (b["tier"], b["verdict"], code) == ("module", "pre-merge", 0)
-    assert b["guard_counts"]["module"] == 63 and len(b["guards"]["module"]) == 50
+    assert (b["tier"], b["verdict"], code) == ("symbol", "pre-merge", 0)
+    assert b["guard_counts"]["symbol"] == 63 and len(b["guards"]["symbol"]) == 50
     assert b["pre_merge_guard_count"] == 60 and len(b["pre_merge_guards"]) == 50
     [thin] = [f for f in data["findings"] if f["rule"] == "thin-pre-merge-guard"]
     assert "its 3 integration guard(s)" in thin["message"] and len(thin["guards"]) == 50
+
+
+def test_module_imports_alone_never_guard(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """QA item 1, the trap: every test imports the changed module and 60 run pre-merge, none
+    calls it. Not green: exit 1, no pre-merge guard, the 60 are weak links (all counted, 50
+    shown), an error finding says why, and no /bot run line is suggested."""
+    root = tmp_path / "repo"
+    _many_guards(root, call=False)
+    code, data = audit(run_cli, root)
+    b = behaviour(data, "f")
+    assert (b["tier"], b["verdict"], code) == ("module", "unguarded", 1)
+    assert data["summary"]["unguarded"] == 1 and "guarded pre-merge" not in (
+        data["summary"]["sentence"])
+    assert b["decided_by"]["can_guard"] is False and b["decided_by"]["guards"] == 63
+    assert (b["pre_merge_guards"], b["pre_merge_guard_count"]) == ([], 0)
+    assert b["weak_link_count"] == 60 and len(b["weak_links"]) == 50
+    assert all(t.startswith("unittest/test_units.py::test_unit[") for t in b["weak_links"])
+    [err] = [f for f in data["findings"] if f["function"] == "f"]
+    assert (err["severity"], err["rule"], err["guards"], err["stages"]) == (
+        "error", "weak-evidence-only", [], [])
+    assert ("only because they import its module (60 of 63 linked parametrizations run "
+            "pre-merge)") in err["message"]
+    assert "--coverage" in err["message"] and "a test that calls f" in err["message"]
+    assert data["suggestion"] == {} and data["missing_stages"] == []
+    text = run_cli("--root", str(root), "audit", "--base", "HEAD~1", "--head", "HEAD")
+    assert text.code == 1
+    flat = " ".join(text.out.split())
+    assert flat.startswith("1 of 1 behaviour change has no pre-merge guard")
+    assert "weak links that run pre-merge: " in flat and "pre-merge guards:" not in flat
+    assert "weak links, cannot guard: test module imports the changed module (63)" in flat
+    assert "decides the verdict" not in flat and "Run the missing guards" not in flat
+    md = render_comment(data)
+    assert "weak links, cannot guard — test module imports the changed module" in md
+    assert "only because they import its module" in md and "Run the missing guards" not in md
+
+
+def test_module_imports_that_run_late_keep_their_verdict_and_suggest_nothing(  # type: ignore[no-untyped-def]
+        run_cli, tmp_path: Path) -> None:
+    """The weak level's best verdict is worse than pre-merge: that verdict stands (red), but
+    starting its stages would only start more tests that cannot guard: nothing is suggested."""
+    root = tmp_path / "repo"
+    _many_guards(root, call=False)
+    lists = root / "tests/integration/test_lists/test-db/l0_a10.yml"
+    lists.write_text(lists.read_text().replace("stage: pre_merge", "stage: post_merge"))
+    git(root, "commit", "-qam", "all post-merge")
+    edit(root, "pkg/core.py", "x + 2", "x + 3")
+    commit(root)
+    code, data = audit(run_cli, root)
+    b = behaviour(data, "f")
+    assert (b["tier"], b["verdict"], code, b["weak_links"]) == (
+        "module", "post-merge-only", 1, [])
+    [err] = [f for f in data["findings"] if f["function"] == "f"]
+    assert err["rule"] == "no-pre-merge-guard" and err["stages"] == []
+    assert "could not guard even where they ran pre-merge" in err["message"]
+    assert data["suggestion"] == {} and data["missing_stages"] == []
 
 
 # ---- strength inside a tier (issue 13, section 1) ------------------------------------------
@@ -366,7 +428,11 @@ RANKED_TREE = {
         "def workspace_size(backend):\n"
         "    if backend == \"FLASHINFER\":\n"
         "        return 2\n"
-        "    return 1\n",
+        "    return 1\n\n\n"
+        "def get_attention_backend(backend_name):\n"
+        "    if backend_name == \"TRTLLM\":\n"
+        "        return \"trtllm\"\n"
+        "    return \"vanilla\"\n",
     "tensorrt_llm/kernels.py":
         "def select_kernel(backend):\n"
         "    if backend == \"FLASHINFER\":\n"
@@ -441,9 +507,9 @@ RANK_CASES = [
     pytest.param(
         "tensorrt_llm/attention.py",
         "    if backend == \"FLASHINFER\":\n", "    if backend == \"FLASHINFER\" or not backend:\n",
-        "workspace_size", {"tier": "parameter", "rank": 3}, "pre-merge",
+        "workspace_size", {"tier": "parameter", "rank": 3}, "unguarded",
         {AUTO_DTYPE.format("FLASHINFER")}, {},
-        id="recall: value-only links decide when nothing stronger links"),
+        id="recall: value-only links decide when nothing stronger links, and cannot guard"),
     pytest.param(
         "tensorrt_llm/kernels.py",
         "    if backend == \"FLASHINFER\":\n", "    if backend == \"FLASHINFER\" or not backend:\n",
@@ -476,12 +542,20 @@ def ranked(tmp_path: Path) -> Path:
 def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, new: str,  # type: ignore[no-untyped-def]
                                     function: str, decided_by: dict, verdict: str,
                                     deciding: set[str], context: dict[str, int]) -> None:
+    from auditor.evidence import CAN_GUARD, LEVEL_TITLES, Level
+
     edit(ranked, path, old, new)
     commit(ranked)
     code, data = audit(run_cli, ranked)
     b = behaviour(data, function)
     assert b["verdict"] == verdict and code == (0 if verdict == "pre-merge" else 1)
     assert {k: b["decided_by"][k] for k in ("tier", "rank")} == decided_by
+    can_guard = CAN_GUARD[Level(decided_by["tier"], decided_by["rank"])]
+    assert b["decided_by"]["can_guard"] is can_guard
+    if not can_guard:  # its pre-merge links are weak links, never pre-merge guards
+        assert b["pre_merge_guards"] == [] and set(b["weak_links"]) <= deciding
+        rules = [f["rule"] for f in data["findings"] if f["function"] == function]
+        assert rules == (["weak-evidence-only"] if b["weak_links"] else ["no-pre-merge-guard"])
     assert b["decided_by"]["guards"] == len(deciding)
     tier = b["guards"][decided_by["tier"]]
     assert {g["test_id"] for g in tier if g["decides"]} == deciding
@@ -496,12 +570,11 @@ def test_the_strongest_rank_decides(run_cli, ranked: Path, path: str, old: str, 
             assert set(f["guards"]) == deciding
     text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
     # The levels in words (their codes are in the JSON only), the deciding one said so once.
-    from auditor.evidence import LEVEL_TITLES, Level
-
     flat = " ".join(text.split())
     title = LEVEL_TITLES[Level(decided_by["tier"], decided_by["rank"])]
-    assert flat.count("decides the verdict: ") == 1
-    assert f"decides the verdict: {title} ({len(deciding)})" in flat
+    lead = "decides the verdict" if can_guard else "weak links, cannot guard"
+    assert flat.count(f"{lead}: ") == 1
+    assert f"{lead}: {title} ({len(deciding)})" in flat
     for rank in {r for r in context.values()}:
         assert f"also linked, not counted: {LEVEL_TITLES[Level('parameter', rank)]}" in flat
     assert "parameter/" not in text
@@ -539,3 +612,74 @@ def test_a_listed_name_that_names_no_test_never_guards(run_cli, ranked: Path) ->
     assert "DGX_A100-PyTorch-Post-Merge-1" not in data["missing_stages"]
     assert "DGX_A100" not in json.dumps(data.get("suggestion"))
     assert all(old not in f["guards"] and stale not in f["guards"] for f in data["findings"])
+
+
+def test_a_value_shared_under_another_parameter_never_guards(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]
+    """QA item 2, the trap: an attention-backend change (``backend_name.upper() == "TRTLLM"``)
+    whose only links are tests carrying TRTLLM under other parameters' names, an MoE test
+    (moe_backend=TRTLLM) and an attention test (attn_backend=TRTLLM), that run pre-merge and
+    never call it. Not green: exit 1, the links are weak links, the finding says why."""
+    lists = ranked / "tests/integration/test_lists/test-db/l0_h100.yml"
+    moe = NVFP4.format("moe_backend=TRTLLM-cuda_graph=True")
+    text = lists.read_text().replace(f"  - {moe}\n", "")
+    lists.write_text(text.replace("  tests:\n", f"  tests:\n  - {moe}\n", 1))  # pre-merge
+    commit(ranked, "the MoE TRTLLM test runs pre-merge")
+    edit(ranked, "tensorrt_llm/attention.py", 'if backend_name == "TRTLLM":',
+         'if backend_name.upper() == "TRTLLM":')
+    commit(ranked)
+    code, data = audit(run_cli, ranked)
+    b = behaviour(data, "get_attention_backend")
+    assert (b["verdict"], code, b["decided_by"]["tier"], b["decided_by"]["rank"]) == (
+        "unguarded", 1, "parameter", 3)
+    assert b["pre_merge_guards"] == []
+    assert set(b["weak_links"]) == {moe, AUTO_DTYPE.format("TRTLLM")}
+    assert {g["test_id"] for g in b["guards"]["parameter"] if g["decides"]} == {
+        moe, AUTO_DTYPE.format("TRTLLM"), NVFP4.format("moe_backend=TRTLLM-cuda_graph=False")}
+    [err] = [f for f in data["findings"] if f["function"] == "get_attention_backend"]
+    assert (err["severity"], err["rule"], err["guards"], err["stages"]) == (
+        "error", "weak-evidence-only", [], [])
+    assert ("only because they share the value TRTLLM (2 of 3 linked parametrizations run "
+            "pre-merge)") in err["message"]
+    assert "names its parameter" in err["message"] and "--coverage" in err["message"]
+    assert data["suggestion"] == {}
+    # test_kernels.py carries attn_backend=TRTLLM but does not import tensorrt_llm.attention.
+    assert ("1 parametrization(s) name TRTLLM but their test modules do not import "
+            "tensorrt_llm.attention; not linked") in data["notes"]
+
+
+def test_a_head_file_that_does_not_parse_cannot_be_judged(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]
+    """QA item 1's other half: a syntax error left in a changed module once became module-tier
+    evidence (green, no word of it). Now: an error naming path:line, nothing linked, exit 1."""
+    path = ranked / "tensorrt_llm/attention.py"
+    path.write_text(path.read_text() + "\n\ndef broken(:\n    pass\n")
+    commit(ranked)
+    code, data = audit(run_cli, ranked)
+    [b] = data["behaviours"]
+    assert (b["path"], b["verdict"], b["tier"], b["guards"], code) == (
+        "tensorrt_llm/attention.py", "unguarded", None, {}, 1)
+    line = path.read_text().splitlines().index("def broken(:") + 1
+    [err] = data["findings"]
+    assert (err["severity"], err["rule"], err["line"]) == ("error", "unparsable-change", line)
+    assert err["message"].startswith(
+        f"tensorrt_llm/attention.py:{line}: the changed file does not parse (")
+    assert "its behaviour cannot be judged" in err["message"]
+    assert data["summary"]["sentence"] == "1 of 1 behaviour change has no pre-merge guard"
+
+
+def test_a_value_no_importer_carries_says_why_nothing_links(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]
+    """QA item 11: parametrizations carry the changed value, but their test modules do not
+    import the changed module: not linked, and the finding and a note say so."""
+    (ranked / "tensorrt_llm/lonely.py").write_text(
+        "def pick(kind):\n    return kind == 'VANILLA'\n")
+    commit(ranked, "a module no test imports")
+    edit(ranked, "tensorrt_llm/lonely.py", "kind == 'VANILLA'", "kind in ('VANILLA', 'X')")
+    commit(ranked)
+    code, data = audit(run_cli, ranked)
+    b = behaviour(data, "pick")
+    assert (b["verdict"], code) == ("unguarded", 1)
+    [err] = [f for f in data["findings"] if f["function"] == "pick"]
+    assert err["rule"] == "no-guard"
+    assert err["message"].endswith("; 1 parametrization(s) name VANILLA but their test modules "
+                                   "do not import tensorrt_llm.lonely")
+    assert ("1 parametrization(s) name VANILLA but their test modules do not import "
+            "tensorrt_llm.lonely; not linked") in data["notes"]

@@ -56,7 +56,10 @@ EXPECTED: dict[str, list[tuple[str, str, str | None, tuple[str, ...]]]] = {
     "c17": [],  # waive again
     "c18": [("tinyllm/quant.py::quantize", "qa-only", "symbol", (QUANT,)),  # the merge
             ("tinyllm/telemetry.py::flush", "unguarded", None, ())],
-    "c19": [("tinyllm/attention.py::_trtllm", "pre-merge", "parameter", (TRTLLM,))],
+    # Its one link shares only the value TRTLLM (parameter/3: attn_backend is not on the
+    # changed lines, test_attention names no changed code): it runs pre-merge, but a level
+    # that cannot guard never makes a verdict green (auditor.evidence.CAN_GUARD).
+    "c19": [("tinyllm/attention.py::_trtllm", "unguarded", "parameter", (TRTLLM,))],
     "c20": [("tinyllm/sampling.py::top_k", "pre-merge", "symbol", (TOP_K,))],
     "c21": [("tinyllm/quant.py::quantize", "qa-only", "symbol", (QUANT,))],
     "c22": [("tinyllm/attention.py::_flashinfer", "post-merge-only", "parameter", (FLASH,))],
@@ -147,8 +150,8 @@ def test_totals_and_the_post_merge_guards_changes_leaned_on(history: dict[str, A
     t = doc["totals"]
     assert (t["commits"], t["audited"], t["behaviours"]) == (31, 31, 27)
     assert {s: (r["count"], r["percent"]) for s, r in t["shares"].items()} == {
-        "pre-merge": (9, 33.3), "gated": (2, 7.4), "post-merge": (9, 33.3),
-        "qa-only": (3, 11.1), "unguarded": (4, 14.8)}
+        "pre-merge": (8, 29.6), "gated": (2, 7.4), "post-merge": (9, 33.3),
+        "qa-only": (3, 11.1), "unguarded": (5, 18.5)}  # c19: value-only links, unguarded
     label = history["label"]
     assert [(x["test"], x["only"], x["changes"], [label[c] for c in x["commits"]])
             for x in doc["leaned_on"]] == [
@@ -158,8 +161,8 @@ def test_totals_and_the_post_merge_guards_changes_leaned_on(history: dict[str, A
     series = {label[p["sha"]]: (p["guarded"], p["behaviours"], p["running_percent"])
               for p in doc["series"]}
     assert series["c02"] == (1, 1, 100.0) and series["c03"] == (0, 1, 50.0)
-    assert series["c25"] == (1, 2, 33.3)  # 7 of the 21 changes by then
-    assert series["c32"] == (0, 1, 33.3)
+    assert series["c25"] == (1, 2, 28.6)  # 6 of the 21 changes by then (not c19)
+    assert series["c32"] == (0, 1, 29.6)
 
 
 def _junit_dirs(history: dict[str, Any], dest: Path) -> Path:
@@ -186,8 +189,9 @@ def test_scored_against_post_merge_results(history: dict[str, Any], source: str,
     label = history["label"]
     assert (s["signal"], s["weaker"], s["faulty_changes"], s["flagged"]) == (
         "outcomes", False, 4, 2)
+    # c19's weak-evidence-only error is the 12th; no break confirms it.
     assert (s["recall_percent"], s["errors"], s["confirmed"], s["precision_percent"],
-            s["scored_commits"]) == (50.0, 11, 2, 18.2, 16)
+            s["scored_commits"]) == (50.0, 12, 2, 16.7, 16)
     got = [(f["test"], label[f["seen_at"]], label[f["since"]], [label[c] for c in f["window"]],
             f["culprit"] and label[f["culprit"]], f["tier"], f["flagged"]) for f in s["faulty"]]
     assert got == [
@@ -207,7 +211,7 @@ def test_scored_against_the_waive_list_when_no_results(history: dict[str, Any]) 
     label = history["label"]
     assert (s["signal"], s["weaker"], s["faulty_changes"], s["flagged"], s["recall_percent"]) \
         == ("waives", True, 2, 2, 100.0)
-    assert (s["errors"], s["confirmed"], s["scored_commits"]) == (18, 2, 31)
+    assert (s["errors"], s["confirmed"], s["scored_commits"]) == (19, 2, 31)  # +c19's
     got = [(label[f["seen_at"]], f["since"] and label[f["since"]],
             [label[c] for c in f["window"]], label[f["culprit"]],
             [label[c] for c in f["suspects"]]) for f in s["faulty"]]
@@ -220,14 +224,17 @@ def test_scored_against_the_waive_list_when_no_results(history: dict[str, Any]) 
 def test_plan_with_results_within_16_minutes(history: dict[str, Any], tmp_path: Path,
                                              run_cli: Any) -> None:
     p = _doc(history, outcomes=str(history["out"] / "outcomes.jsonl"), budget_minutes=16)["plan"]
+    # top_p: 3 changes + 1 faulty change. The FLASHINFER test links c03, c22 and c31 by the
+    # value alone (it names no changed code), so moving it would not guard them (the audit
+    # would say weak-evidence-only): it counts only for the faulty change it would catch.
     assert [(m["test"], m["minutes"], m["guards"]) for m in p["chosen"]] == [
-        (TOP_P, 4.0, 4), (FLASH, 8.0, 4)]  # 3 changes + 1 faulty change each
+        (TOP_P, 4.0, 4), (FLASH, 8.0, 1)]
     assert {m["test"]: m["guards"] for m in p["moves"] if not m["chosen"]} == {
         CACHE: 3, GENERATE: 1}  # each alone would pass 16 min
     assert p["budget"] == [{"stage": "A10-PyTorch", "context": "l0_a10",
                             "largest_before_s": 600.0, "largest_after_s": 900.0, "shards": 2}]
-    assert (p["guarded_before"], p["guarded_after"], p["behaviours"]) == (9, 15, 27)
-    assert (p["percent_before"], p["percent_after"]) == (33.3, 55.6)
+    assert (p["guarded_before"], p["guarded_after"], p["behaviours"]) == (8, 11, 27)
+    assert (p["percent_before"], p["percent_after"]) == (29.6, 40.7)
     assert (p["faulty_guarded_after"], p["faulty_changes"]) == (2, 4)
     assert p["commands"] == [
         f"testdb promote --context l0_a10 --budget-minutes 16 '{FLASH}' {TOP_P}"]
@@ -243,15 +250,17 @@ def test_plan_with_results_within_16_minutes(history: dict[str, Any], tmp_path: 
         assert '"pre-merge"' in where.out
 
 
-def test_plan_from_the_waive_signal_finds_the_costly_pair(history: dict[str, Any]) -> None:
+def test_plan_from_the_waive_signal(history: dict[str, Any]) -> None:
     p = _doc(history, budget_minutes=19.5)["plan"]
-    # Plain greedy takes top_p then FLASHINFER (6) and the cache test no longer fits; the
-    # run seeded with the cache test finds cache + top_p (8), which brute force confirms.
-    assert [m["test"] for m in p["chosen"]] == [CACHE, TOP_P]
-    assert p["selection_rule"] == f"greedy from l0_a10\t{CACHE}"
-    assert {m["test"]: m["guards"] for m in p["moves"]} == {FLASH: 3, CACHE: 5, TOP_P: 3}
+    # The FLASHINFER test is no move: its three changes link it by the value alone (it would
+    # not guard them pre-merge either) and the waive list names no break of it. Plain greedy
+    # takes top_p, then the cache test (3 changes + the 2 faulty changes) fits too. The
+    # seeded search (a greedy run from each candidate) is checked in test_replay_planner.py.
+    assert [m["test"] for m in p["chosen"]] == [TOP_P, CACHE]
+    assert p["selection_rule"] == "greedy"
+    assert {m["test"]: m["guards"] for m in p["moves"]} == {CACHE: 5, TOP_P: 3}
     assert p["budget"][0]["largest_after_s"] == 1140.0
-    assert (p["guarded_before"], p["guarded_after"], p["faulty_guarded_after"]) == (9, 15, 2)
+    assert (p["guarded_before"], p["guarded_after"], p["faulty_guarded_after"]) == (8, 14, 2)
 
 
 def test_rejudging_agrees_with_the_audit_where_the_plan_is_the_end_plan(

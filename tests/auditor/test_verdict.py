@@ -1,5 +1,6 @@
 """Verdict selection (auditor.verdict.decide): the most specific (tier, rank) with links decides;
-every (tier, rank) pair is in the table, and weaker links never upgrade a verdict."""
+every (tier, rank) pair is in the table with whether it can guard, weaker links never upgrade a
+verdict, and a level that cannot guard never makes one green."""
 
 from __future__ import annotations
 
@@ -7,19 +8,20 @@ import itertools
 
 import pytest
 
-from auditor.evidence import LEVELS, STRENGTH, Evidence, Level
-from auditor.verdict import Decision, combine, decide, thin_guard
+from auditor.evidence import CAN_GUARD, LEVELS, STRENGTH, Evidence, Level
+from auditor.verdict import Decision, combine, decide, thin_guard, verdict_for
 
-# Every evidence level, most specific first, with its strength: the rule as a table.
+# Every evidence level, most specific first, with its strength and whether its links can make
+# a verdict pre-merge: the rule as a table.
 TABLE = [
-    ("coverage", 1, "strong"),    # executed the changed lines
-    ("parameter", 1, "strong"),   # value and parameter name on the changed lines
-    ("parameter", 2, "medium"),   # value only; the test function calls the changed code
-    ("symbol", 1, "strong"),      # the test function names the changed code
-    ("path-rule", 1, "strong"),   # a path rule names the test for a non-Python file
-    ("parameter", 3, "medium"),   # value only
-    ("declared", 1, "medium"),    # changed in this diff, reaches the changed module
-    ("module", 1, "weak"),        # imports the changed module
+    ("coverage", 1, "strong", True),    # executed the changed lines
+    ("parameter", 1, "strong", True),   # value and parameter name on the changed lines
+    ("parameter", 2, "medium", True),   # value only; the test function calls the changed code
+    ("symbol", 1, "strong", True),      # the test function names the changed code
+    ("path-rule", 1, "strong", True),   # a path rule names the test for a non-Python file
+    ("parameter", 3, "weak", False),    # value only: shares a token, exercises nothing shown
+    ("declared", 1, "medium", True),    # changed in this diff, reaches the changed module
+    ("module", 1, "weak", False),       # only imports the changed module
 ]
 PAIRS = [pytest.param(a, b, id=f"{a[0]}/{a[1]} over {b[0]}/{b[1]}")
          for a, b in itertools.combinations(TABLE, 2)]
@@ -34,37 +36,60 @@ def verdicts(**by_id: str):  # type: ignore[no-untyped-def]
 
 
 def test_the_table_is_the_order() -> None:
-    assert tuple(Level(t, r) for t, r, _ in TABLE) == LEVELS
-    assert {Level(t, r): s for t, r, s in TABLE} == STRENGTH
+    assert tuple(Level(t, r) for t, r, _, _ in TABLE) == LEVELS
+    assert {Level(t, r): s for t, r, s, _ in TABLE} == STRENGTH
+    assert {Level(t, r): g for t, r, _, g in TABLE} == CAN_GUARD
+    assert all(CAN_GUARD[lv] == (STRENGTH[lv] != "weak") for lv in LEVELS)
 
 
-@pytest.mark.parametrize(("tier", "rank", "strength"), TABLE)
-def test_a_level_alone_decides(tier: str, rank: int, strength: str) -> None:
+@pytest.mark.parametrize(("tier", "rank", "strength", "can_guard"), TABLE)
+def test_a_level_alone_decides(tier: str, rank: int, strength: str, can_guard: bool) -> None:
     d = decide([link(tier, rank, "a"), link(tier, rank, "b")],
                verdicts(a="post-merge-only", b="gated"))
-    assert (d.level, d.verdict, d.pre_merge, d.not_pre_merge) == (
-        Level(tier, rank), "gated", (), ("a", "b"))
+    # A worse best verdict stands whether or not the level can guard.
+    assert (d.level, d.verdict, d.pre_merge, d.not_pre_merge, d.weak) == (
+        Level(tier, rank), "gated", (), ("a", "b"), ())
     assert link(tier, rank, "a").strength == strength
+    assert link(tier, rank, "a").can_guard is can_guard
+
+
+@pytest.mark.parametrize(("tier", "rank", "strength", "can_guard"), TABLE)
+def test_only_a_level_that_can_guard_makes_the_verdict_pre_merge(
+        tier: str, rank: int, strength: str, can_guard: bool) -> None:
+    """The trap: tests that only import the module, or only share a value, run pre-merge."""
+    d = decide([link(tier, rank, "runs"), link(tier, rank, "late")],
+               verdicts(runs="pre-merge", late="post-merge-only"))
+    assert d.level == Level(tier, rank) and d.not_pre_merge == ("late",)
+    if can_guard:
+        assert (d.verdict, d.guarded, d.pre_merge, d.weak) == ("pre-merge", True, ("runs",), ())
+    else:  # its pre-merge links are weak links, never pre-merge guards
+        assert (d.verdict, d.guarded, d.pre_merge, d.weak) == ("unguarded", False, (),
+                                                               ("runs",))
+    assert verdict_for(Level(tier, rank), "pre-merge") == d.verdict
+    assert verdict_for(Level(tier, rank), "gated") == "gated"
 
 
 @pytest.mark.parametrize(("strong", "weak"), PAIRS)
-def test_a_weaker_pre_merge_link_never_upgrades(strong: tuple[str, int, str],
-                                                weak: tuple[str, int, str]) -> None:
+def test_a_weaker_pre_merge_link_never_upgrades(strong: tuple[str, int, str, bool],
+                                                weak: tuple[str, int, str, bool]) -> None:
     ev = [link(weak[0], weak[1], "shares-a-token"), link(strong[0], strong[1], "exercises")]
     d = decide(ev, verdicts(**{"shares-a-token": "pre-merge", "exercises": "post-merge-only"}))
     assert d.level == Level(strong[0], strong[1])
-    assert (d.verdict, d.pre_merge, d.guarded) == ("post-merge-only", (), False)
+    assert (d.verdict, d.pre_merge, d.weak, d.guarded) == ("post-merge-only", (), (), False)
     assert [e.test_id for e in d.deciding] == ["exercises"]
 
 
 @pytest.mark.parametrize(("strong", "weak"), PAIRS)
 def test_the_weaker_level_decides_when_nothing_stronger_links(
-        strong: tuple[str, int, str], weak: tuple[str, int, str]) -> None:
+        strong: tuple[str, int, str, bool], weak: tuple[str, int, str, bool]) -> None:
     # The stronger level's only link names no test (invalid): it is no link at all.
     ev = [link(strong[0], strong[1], "stale"), link(weak[0], weak[1], "real")]
     d = decide(ev, verdicts(stale="invalid", real="pre-merge"))
-    assert (d.level, d.verdict, d.pre_merge, d.invalid) == (
-        Level(weak[0], weak[1]), "pre-merge", ("real",), ("stale",))
+    assert (d.level, d.invalid) == (Level(weak[0], weak[1]), ("stale",))
+    if weak[3]:
+        assert (d.verdict, d.pre_merge, d.weak) == ("pre-merge", ("real",), ())
+    else:  # the weaker level cannot guard: a stale strong link and a weak one are no guard
+        assert (d.verdict, d.pre_merge, d.weak) == ("unguarded", (), ("real",))
 
 
 @pytest.mark.parametrize(("found", "expected"), [
@@ -112,6 +137,23 @@ def test_combine_equals_deciding_the_union(split: int) -> None:
     whole = decide(ev, verdicts(**found))
     assert combine(decide(p, verdicts(**found)) for p in parts) == Decision(
         whole.level, whole.verdict, whole.deciding, whole.pre_merge, whole.not_pre_merge,
-        tuple(sorted(whole.invalid)))
+        tuple(sorted(whole.invalid)), whole.weak)
     assert whole.level == Level("declared") and whole.verdict == "post-merge-only"
     assert combine([]) == Decision(None, "unguarded")
+
+
+@pytest.mark.parametrize("split", [1, 2, 3])
+@pytest.mark.parametrize(("found", "verdict", "weak"), [
+    ({"a": "pre-merge", "b": "gated", "c": "post-merge-only"}, "unguarded", ("a",)),
+    ({"a": "qa-only", "b": "gated", "c": "post-merge-only"}, "gated", ()),
+    ({"a": "pre-merge", "b": "pre-merge", "c": "invalid"}, "unguarded", ("a", "b")),
+])
+def test_combine_keeps_weak_links_weak(split: int, found: dict[str, str], verdict: str,
+                                       weak: tuple[str, ...]) -> None:
+    """Module-tier parts, each file judged alone: the union is no more green than decide."""
+    ev = [link("module", 1, t) for t in found]
+    whole = decide(ev, verdicts(**found))
+    got = combine(decide(ev[i::split], verdicts(**found)) for i in range(split))
+    assert (got.verdict, got.weak, got.pre_merge) == (whole.verdict, whole.weak, ()) == (
+        verdict, weak, ())
+    assert [e.test_id for e in got.deciding] == [e.test_id for e in whole.deciding]

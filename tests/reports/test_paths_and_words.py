@@ -281,6 +281,8 @@ LEGEND_CASES = [
     ("  WARNING a.yml:3  [post-merge-guard]", "[rule]"),
     ("  decides the verdict: x (1)", "decides the verdict"),
     ("  also linked, not counted: x (2)", "also linked"), ("; runs via `unittest/x`", "runs via"),
+    ("  weak links, cannot guard: x (3)", "weak links"),
+    ("  weak links that run pre-merge: a, b", "weak links"),
 ]
 
 
