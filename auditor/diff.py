@@ -161,29 +161,38 @@ def _git_show_many(root: str, wanted: list[tuple[str, str]]) -> list[str | None]
     same text (decoded and newline-translated as ``subprocess`` text mode does) or None."""
     if not wanted or any("\n" in rev + path for rev, path in wanted):
         return [_git_show(root, rev, path) for rev, path in wanted]  # the batch is by line
-    request = "".join(f"{rev}:./{path}\n" for rev, path in wanted).encode()
-    try:
-        proc = subprocess.run(["git", "-C", root, "cat-file", "--batch"], input=request,
-                              capture_output=True, timeout=120, check=False)
-    except FileNotFoundError:
-        raise ExternalError("git is not installed",
-                            hint="install git or use --diff FILE") from None
-    if proc.returncode != 0:
+    found = cat_file_batch(root, [f"{rev}:./{path}" for rev, path in wanted])
+    if found is None:
         return [_git_show(root, rev, path) for rev, path in wanted]
-    out, at = proc.stdout, 0
-    texts: list[str | None] = []
     encoding = locale.getpreferredencoding(False)
-    for _ in wanted:
+    texts = [data.decode(encoding) if data is not None else None for data in found]
+    return [t.replace("\r\n", "\n").replace("\r", "\n") if t else t for t in texts]
+
+
+def cat_file_batch(root: str, objects: list[str], hint: str = "install git or use --diff FILE"
+                   ) -> list[bytes | None] | None:
+    """The content of each blob named (``<sha>`` or ``<rev>:<path>``, no newline in it) from
+    one ``git cat-file --batch`` (None: not a blob, or missing); None when git fails."""
+    try:
+        proc = subprocess.run(["git", "-C", root, "cat-file", "--batch"],
+                              input="".join(f"{o}\n" for o in objects).encode(),
+                              capture_output=True, timeout=300, check=False)
+    except FileNotFoundError:
+        raise ExternalError("git is not installed", hint=hint) from None
+    if proc.returncode != 0:
+        return None
+    out, at = proc.stdout, 0
+    found: list[bytes | None] = []
+    for _ in objects:
         end = out.index(b"\n", at)
         line, at = out[at:end], end + 1
-        if line.endswith((b" missing", b" ambiguous")):  # "<rev>:<path> missing"
-            texts.append(None)
+        if line.endswith((b" missing", b" ambiguous")):  # "<object> missing"
+            found.append(None)
             continue
         _, kind, size = line.rsplit(b" ", 2)  # "<oid> <type> <size>", then the content
         data, at = out[at:at + int(size)], at + int(size) + 1
-        text = data.decode(encoding) if kind == b"blob" else None  # a tree: not a file
-        texts.append(text.replace("\r\n", "\n").replace("\r", "\n") if text else text)
-    return texts
+        found.append(data if kind == b"blob" else None)  # a tree: not a file
+    return found
 
 
 def _git_show(root: str, rev: str, path: str) -> str | None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
-from auditor.diff import run_git
+from auditor.diff import cat_file_batch, run_git
 from testdb.errors import ExternalError, UsageError
 
 # A tree entry: (mode, blob sha). Submodules (mode 160000) have no blob and are left out.
@@ -150,6 +150,7 @@ class ScratchTree:
         self._saved_tree: str | None = None  # the tree the manifest on disk records
         self._stale = False  # the manifest on disk lists what the slot no longer holds
         self._verified = False
+        self._dirs: set[str] = set()  # directories known to be there while writing a checkout
         self._load_manifest()
         self._verify()  # whatever happened to the slot since its last use is put right
 
@@ -221,11 +222,13 @@ class ScratchTree:
             return []
         want = list_tree(self.repo, tree)
         changed = [p for p in set(self.files) | set(want) if self.files.get(p) != want.get(p)]
+        blobs = self._prefetch([want[p][1] for p in changed if p in want and _safe(p)])
+        self._dirs.clear()
         for p in sorted(changed):
             if p in self.files:
                 self._remove(p)
             if p in want and _safe(p):
-                self._write(p, *want[p])
+                self._write(p, *want[p], blobs.get(want[p][1]))
         self.tree = tree
         if changed or self._stale or self._saved_tree != tree:
             # Not rewritten when nothing changed: writing it changes the slot's own directory,
@@ -234,7 +237,17 @@ class ScratchTree:
             self._saved_tree, self._stale = tree, False
         return changed
 
+    def _prefetch(self, shas: list[str]) -> dict[str, bytes]:
+        """Many blobs in one ``git cat-file --batch`` exchange (a whole tree's files, one
+        request and answer each, took longer than writing them); empty when few or on failure
+        (each is then read on its own, which says what is wrong)."""
+        if len(shas) < 16:
+            return {}
+        found = cat_file_batch(self.repo, shas, hint="install git")
+        return {s: b for s, b in zip(shas, found, strict=True) if b is not None} if found else {}
+
     def _remove(self, path: str) -> None:
+        self._dirs.clear()  # the directories it empties are removed too
         full = os.path.join(self.root, path)
         with contextlib.suppress(FileNotFoundError):
             if os.path.isdir(full) and not os.path.islink(full):
@@ -251,20 +264,25 @@ class ScratchTree:
                 break
             d = os.path.dirname(d)
 
-    def _write(self, path: str, mode: str, sha: str) -> None:
+    def _write(self, path: str, mode: str, sha: str, data: bytes | None = None) -> None:
         full = os.path.join(self.root, path)
         parent = os.path.dirname(full)
-        # A path that was a file in the last tree may be a directory now, and the reverse.
-        probe = parent
-        while probe != self.root:
-            if os.path.isfile(probe) or os.path.islink(probe):
-                os.unlink(probe)
-                break
-            probe = os.path.dirname(probe)
-        os.makedirs(parent, exist_ok=True)
+        if parent not in self._dirs:  # (made, or found a directory, since the last removal)
+            # A path that was a file in the last tree may be a directory now, and the reverse.
+            probe = parent
+            while probe != self.root:
+                if os.path.isfile(probe) or os.path.islink(probe):
+                    os.unlink(probe)
+                    break
+                probe = os.path.dirname(probe)
+            os.makedirs(parent, exist_ok=True)
+            while parent.startswith(self.root) and parent not in self._dirs:
+                self._dirs.add(parent)
+                parent = os.path.dirname(parent)
         if os.path.isdir(full) and not os.path.islink(full):
             shutil.rmtree(full)
-        data = self.blobs.read(sha)
+        if data is None:
+            data = self.blobs.read(sha)
         if mode == "120000":
             target = data.decode("utf-8", "surrogateescape")
             inside = os.path.normpath(os.path.join(os.path.dirname(path), target))
