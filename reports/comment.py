@@ -99,7 +99,7 @@ class _Comment:
                 ("" if p.get("diff") else "work tree"),
                 f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
                 f"diff `{p['diff'].rsplit('/', 1)[-1]}`" if p.get("diff") else "",
-                "multi-GPU stages " + ("start" if gates.get("multi_gpu") else "not started"),
+                _multi_gpu_words(gates, started),
                 ("auto-trigger stages start for " + ", ".join(gates["auto_trigger_tags"]))
                 if gates.get("auto_trigger_tags") else "",
                 f"judged under `{p['bot_command']}`" if p.get("bot_command") else "",
@@ -315,3 +315,15 @@ def _fit(parts: list[_Part], max_chars: int, report_url: str | None, n_findings:
         text = text[: max_chars - len(MARKER) - 80].rsplit("\n", 1)[0]
         text += f"\n\n> ✂️ **Cut at {max_chars:,} characters.**\n{MARKER}\n"
     return text
+
+
+def _multi_gpu_words(gates: dict[str, Any], started: dict[str, Any]) -> str:
+    """Whether multi-GPU stages start: by the path list, or (a bot command) some by name."""
+    from testdb.stages import MULTI_GPU_RE
+
+    multi = [n for n in started if MULTI_GPU_RE.search(n) and "Post-Merge" not in n]
+    if gates.get("multi_gpu"):
+        return "multi-GPU stages start"
+    if multi:
+        return f"{len(multi)} multi-GPU stage{'s' * (len(multi) != 1)} started"
+    return "multi-GPU stages not started"

@@ -285,3 +285,17 @@ def test_cli_post_creates_then_updates_one_comment(run_cli: RunCli,
         assert len(gh.comments("octo/hello", 7)) == 1
         for res in (first, second, again):
             assert TOKEN not in res.out + res.err
+
+
+@pytest.mark.parametrize(("gates", "started", "words"), [
+    ({"multi_gpu": True}, {"DGX_H100-4_GPUs-PyTorch-Others-1": "path list"},
+     "multi-GPU stages start"),
+    ({"multi_gpu": False}, {"DGX_H100-4_GPUs-PyTorch-Others-1": "--extra-stage"},
+     "1 multi-GPU stage started"),  # a bot command started one: not "not started"
+    ({"multi_gpu": False}, {"DGX_H100-PyTorch-1": "base"}, "multi-GPU stages not started"),
+])
+def test_the_header_tells_whether_multi_gpu_stages_start(gates: dict, started: dict,
+                                                         words: str) -> None:
+    from reports.comment import _multi_gpu_words
+
+    assert _multi_gpu_words(gates, started) == words
