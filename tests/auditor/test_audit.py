@@ -612,6 +612,12 @@ def test_a_listed_name_that_names_no_test_never_guards(run_cli, ranked: Path) ->
     assert "DGX_A100-PyTorch-Post-Merge-1" not in data["missing_stages"]
     assert "DGX_A100" not in json.dumps(data.get("suggestion"))
     assert all(old not in f["guards"] and stale not in f["guards"] for f in data["findings"])
+    # QA 12a: the text's count is the finding's (2), the invalid links said apart.
+    text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
+    flat = " ".join(text.split())
+    assert "its 2 parameter-tier guard(s)" in flat
+    assert ("decides the verdict: a parameter value and its name are on the changed lines "
+            "(2; +2 invalid listed ids, not counted)") in flat
 
 
 def test_a_value_shared_under_another_parameter_never_guards(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]
