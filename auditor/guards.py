@@ -15,7 +15,11 @@ _ORDER = {v: i for i, v in enumerate(VERDICTS)}
 
 
 def best(verdicts: list[str]) -> str:
-    return min(verdicts, key=lambda v: _ORDER.get(v, 99)) if verdicts else "unscheduled"
+    """The best of ``verdicts`` by ``VERDICTS``' order (the first of equals); each distinct
+    verdict is ranked once (a module tier has thousands of links and a handful of verdicts)."""
+    if not verdicts:
+        return "unscheduled"
+    return min(dict.fromkeys(verdicts), key=lambda v: _ORDER.get(v, 99))
 
 
 @dataclass
