@@ -219,7 +219,8 @@ def decided_words(b: dict[str, Any]) -> str:
     tier = d.get("tier") or b.get("tier")
     if not tier:
         return "no test is linked to it"
-    return "decided by: " + str(d.get("title") or _title(str(tier), _rank(d.get("rank"))))
+    weak = " (weak links, cannot guard)" if d.get("can_guard") is False else ""
+    return "decided by: " + str(d.get("title") or _title(str(tier), _rank(d.get("rank")))) + weak
 
 
 def _rank(value: Any) -> int:

@@ -388,6 +388,10 @@ def test_module_imports_alone_never_guard(run_cli, tmp_path: Path) -> None:  # t
     md = render_comment(data)
     assert "weak links, cannot guard — test module imports the changed module" in md
     assert "only because they import its module" in md and "Run the missing guards" not in md
+    from reports.comment import decided_words  # the HTML report's evidence column too
+
+    assert decided_words(b) == ("decided by: test module imports the changed module "
+                                "(weak links, cannot guard)")
 
 
 def test_module_imports_that_run_late_keep_their_verdict_and_suggest_nothing(  # type: ignore[no-untyped-def]
