@@ -1,15 +1,16 @@
 """Time `testdb audit` of a 20-file change against the full corpus and a synthetic test tree of
 TensorRT-LLM's size (>= 2,000 test files, >= 100,000 parametrizations).
 
-    python benchmarks/bench_audit.py [--runs 5] [--files 2000]
+    python benchmarks/bench_audit.py [--runs 5] [--files 2000] [--against DIR]
 
 Builds a git repository in a temp dir: data/trtllm's test plan, the synthetic tests from
 gen_synthetic_tests.py, and a synthetic source package whose modules the tests import; commits a
 change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled; new
 head: the caches of the last head, and a new commit that changes 3 test files, as each push of
 a PR does), and prints medians and their ratios to the targets, with ``python -c pass``
-measured in the same run for scale. Targets (1 changed function per file): warm <= 0.5 s,
-cold <= 2.5 s.
+measured in the same run for scale. ``--against DIR`` alternates every audit with one by the
+code in DIR (an earlier commit, unpacked), each with its own caches, and prints the ratios.
+Targets (1 changed function per file): warm <= 0.5 s, cold <= 2.5 s.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def audit_once(root: Path, cache: str, base: str = "HEAD~1") -> float:
+def audit_once(root: Path, cache: str, base: str = "HEAD~1", code: Path = REPO) -> float:
+    """One ``testdb audit`` as a subprocess, with the package found in ``code``."""
     env = {**os.environ, "TESTDB_CACHE_DIR": cache}
     # An installed tool has its bytecode cached; recompiling every module on every start (as a
     # shell with PYTHONDONTWRITEBYTECODE makes it) is not what users pay.
@@ -100,25 +102,36 @@ def audit_once(root: Path, cache: str, base: str = "HEAD~1") -> float:
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "reports", "--root", str(root), "audit",
                            "--base", base, "--head", "HEAD", "--format", "json"],
-                          capture_output=True, env=env, cwd=REPO)
+                          capture_output=True, env=env, cwd=code)
     elapsed = time.perf_counter() - t
     if proc.returncode not in (0, 1):
         raise SystemExit(proc.stderr.decode()[-2000:])
     return elapsed
 
 
+def _runs(xs: list[float]) -> str:
+    return (f"median {statistics.median(xs):.2f} s over {len(xs)}"
+            f"  [{', '.join(f'{x:.2f}' for x in xs)}]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="another copy of the code (e.g. `git archive REV | tar -x -C DIR`): its "
+                         "audits alternate with this one's, each with its own caches, and the "
+                         "ratios are printed (a busy machine slows both alike)")
     args = ap.parse_args()
+    codes = {"this": REPO, **({"against": args.against.resolve()} if args.against else {})}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "checkout"
         root.mkdir()
         build(root, args.files)
         n_tests = sum(1 for _ in (root / "tests").rglob("test_*.py"))
         print(f"{n_tests} test files, {N_MODULES} source modules imported by a tenth of them, "
-              "the full corpus lists; audits of a 20-file change, as a subprocess")
+              "the full corpus lists; audits of a 20-file change, as a subprocess"
+              + (f"; alternated with the code in {args.against}" if args.against else ""))
         start = [sys.executable, "-c", "pass"]
         py = statistics.median(_timed(lambda: subprocess.run(start, check=True))
                                for _ in range(max(5, args.runs)))
@@ -127,32 +140,47 @@ def main() -> None:
             if functions != 1:
                 git(root, "reset", "-q", "--hard", "HEAD~1")  # back to base
             change(root, functions)
-            cold = [audit_once(root, str(Path(tmp) / f"cold-{functions}-{i}"))
-                    for i in range(max(1, args.runs // 2))]
-            warm_cache = str(Path(tmp) / f"warm-{functions}")
-            audit_once(root, warm_cache)
-            warm = [audit_once(root, warm_cache) for _ in range(args.runs)]
-            med, cmed = statistics.median(warm), statistics.median(cold)
+            cold: dict[str, list[float]] = {k: [] for k in codes}
+            warm: dict[str, list[float]] = {k: [] for k in codes}
+            for i in range(max(1, args.runs // 2)):
+                for k, code in codes.items():
+                    cold[k].append(audit_once(root, str(Path(tmp) / f"cold-{k}-{functions}-{i}"),
+                                              code=code))
+            caches = {k: str(Path(tmp) / f"warm-{k}-{functions}") for k in codes}
+            for k, code in codes.items():
+                audit_once(root, caches[k], code=code)
+            for _ in range(args.runs):
+                for k, code in codes.items():
+                    warm[k].append(audit_once(root, caches[k], code=code))
             print(f"{functions:>2} changed function(s) per file ({20 * functions} behaviours):")
-            print(f"  cold (no caches): median {cmed:.2f} s over {len(cold)}"
-                  f"  [{', '.join(f'{x:.2f}' for x in cold)}]"
-                  + (f"; target {COLD_TARGET_S:.2f} s: {cmed / COLD_TARGET_S:.2f}x"
-                     if functions == 1 else ""))
-            print(f"  warm (caches)   : median {med:.2f} s over {len(warm)}"
-                  f"  [{', '.join(f'{x:.2f}' for x in warm)}]"
-                  + (f"; target {WARM_TARGET_S:.2f} s: {med / WARM_TARGET_S:.2f}x"
-                     if functions == 1 else "")
-                  + f"; {med / py:.0f}x python -c pass")
+            for k in codes:
+                med, cmed = statistics.median(warm[k]), statistics.median(cold[k])
+                who = f" [{k}]" if len(codes) > 1 else ""
+                print(f"  cold (no caches){who}: {_runs(cold[k])}"
+                      + (f"; target {COLD_TARGET_S:.2f} s: {cmed / COLD_TARGET_S:.2f}x"
+                         if functions == 1 else ""))
+                print(f"  warm (caches)   {who}: {_runs(warm[k])}"
+                      + (f"; target {WARM_TARGET_S:.2f} s: {med / WARM_TARGET_S:.2f}x"
+                         if functions == 1 else "")
+                      + f"; {med / py:.0f}x python -c pass")
+            if args.against:
+                print("  this / against: " + ", ".join(
+                    f"{name} {statistics.median(xs['this']) / statistics.median(xs['against']):.2f}"
+                    for name, xs in (("cold", cold), ("warm", warm))))
             if functions == 1:
                 # A new push of the same PR: caches of the last head, 3 more test files changed.
-                pushes = []
-                for step in range(max(3, args.runs // 2)):
+                pushes: dict[str, list[float]] = {k: [] for k in codes}
+                steps = max(3, args.runs // 2)
+                for step in range(steps):
                     touch_tests(root, step)
-                    pushes.append(audit_once(root, warm_cache, base=f"HEAD~{step + 2}"))
-                print(f"  new head (3 test files changed, caches of the last head): median "
-                      f"{statistics.median(pushes):.2f} s over {len(pushes)}"
-                      f"  [{', '.join(f'{x:.2f}' for x in pushes)}]")
-                git(root, "reset", "-q", "--hard", f"HEAD~{len(pushes)}")
+                    for k, code in codes.items():
+                        pushes[k].append(audit_once(root, caches[k], base=f"HEAD~{step + 2}",
+                                                    code=code))
+                for k in codes:
+                    who = f" [{k}]" if len(codes) > 1 else ""
+                    print(f"  new head (3 test files changed, caches of the last head){who}: "
+                          f"{_runs(pushes[k])}")
+                git(root, "reset", "-q", "--hard", f"HEAD~{steps}")
 
 
 if __name__ == "__main__":
