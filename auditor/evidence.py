@@ -102,11 +102,17 @@ def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
     return 2 if reaches_unit else 3
 
 
+_GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that name the changed code",
+              "path-rule": "that a path rule names", "declared": "changed in this diff",
+              "module": "whose modules import the changed module"}
+
+
 def level_phrase(level: Level, n: int) -> str:
-    """``3 parameter-tier guard(s) (value only)``: a level's guards in a finding's words."""
+    """``3 guard(s) by a parameter value (value only)``: a level's guards in a finding's
+    words (the tier and rank codes are for the JSON)."""
     if level.tier != "parameter":
-        return f"{n} {level.tier}-tier guard(s)"
-    return f"{n} parameter-tier guard(s) ({_PARAMETER_RANKS[level.rank]})"
+        return f"{n} guard(s) {_GUARDS_BY.get(level.tier, level.tier)}"
+    return f"{n} guard(s) by a parameter value ({_PARAMETER_RANKS[level.rank]})"
 
 
 def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) -> str:

@@ -129,10 +129,11 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     p = data["provenance"]
     out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
     plan = p.get("plan_from")
-    out.append(f"base {str(p.get('base') or '-')[:12]}  head {str(p.get('head') or '-')[:12]}  "
-               f"diff {p.get('diff') or '-'}"
-               + (f"  test plan and sources from {plan[:12]}" if plan and plan != "work tree"
-                  else ""))
+    where = ([f"diff {p['diff']}"] if p.get("diff") and p.get("diff") != "git" else
+             [f"base {str(p.get('base') or '-')[:12]}", f"head {str(p.get('head') or '-')[:12]}"])
+    if plan and plan != "work tree":
+        where.append(f"test plan and sources from {plan[:12]}")
+    out.append("  ".join(where))
     out.extend(_wrap(pipeline_words(data), width, ""))
     if data["findings"]:
         out.append("")
@@ -218,7 +219,8 @@ def pipeline_words(data: dict[str, Any]) -> str:
     gates = data.get("gates") or {}
     pipe = data.get("pipeline") or {}
     started = pipe.get("started") or {}
-    bits = [f"{len(started)} stage{'s' * (len(started) != 1)} start" if pipe else ""]
+    bits = [(f"{len(started)} stages start" if len(started) != 1 else "1 stage starts")
+            if pipe else ""]
     multi = [n for n in started if MULTI_GPU_RE.search(n)]  # Stage.is_multi_gpu, by name
     hit = gates.get("multi_gpu_paths_hit") or []
     if multi:

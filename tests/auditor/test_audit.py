@@ -619,7 +619,7 @@ def test_a_listed_name_that_names_no_test_never_guards(run_cli, ranked: Path) ->
     # QA 12a: the text's count is the finding's (2), the invalid links said apart.
     text = run_cli("--root", str(ranked), "audit", "--base", "HEAD~1", "--head", "HEAD").out
     flat = " ".join(text.split())
-    assert "its 2 parameter-tier guard(s)" in flat
+    assert "its 2 guard(s) by a parameter value" in flat
     assert ("decides the verdict: a parameter value and its name are on the changed lines "
             "(2; +2 invalid listed ids, not counted)") in flat
 
