@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.words import WEAK, level_lead
+
 MARKER = "<!-- testdb-audit -->"
 MAX_CHARS = 60_000
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
@@ -219,7 +221,7 @@ def decided_words(b: dict[str, Any]) -> str:
     tier = d.get("tier") or b.get("tier")
     if not tier:
         return "no test is linked to it"
-    weak = " (weak links, cannot guard)" if d.get("can_guard") is False else ""
+    weak = f" ({WEAK})" if d.get("can_guard") is False else ""
     return "decided by: " + str(d.get("title") or _title(str(tier), _rank(d.get("rank")))) + weak
 
 
@@ -230,13 +232,12 @@ def _rank(value: Any) -> int:
 
 
 def _title(tier: str, rank: int) -> str:
-    """An evidence level in words; an audit written before ranks existed (rank 0) by its
-    tier's title."""
+    """An evidence level in words; an audit written before ranks existed (rank 0, a level
+    with no title of its own) by its tier's title."""
     from auditor.evidence import Level
-    from auditor.model import TIER_TITLES
     from reports.render_audit import level_title
 
-    return level_title(Level(tier, rank)) if rank else TIER_TITLES.get(tier, tier)
+    return level_title(Level(tier, rank))
 
 
 def guard_groups(b: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -251,13 +252,11 @@ def guard_groups(b: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
             key = (decides is False, tier, _rank(g.get("rank")))
             groups.setdefault(key, []).append(g)
     order = {lv: i for i, lv in enumerate(LEVELS)}
-    weak = (b.get("decided_by") or {}).get("can_guard") is False  # only weak links decide
+    can_guard = (b.get("decided_by") or {}).get("can_guard") is not False
     out = []
     for (context, tier, rank), gs in sorted(groups.items(), key=lambda kv: (
             kv[0][0], order.get(Level(kv[0][1], kv[0][2] or 1), len(order)))):
-        lead = ("also linked, not counted" if context else
-                "weak links, cannot guard" if weak else "decides the verdict")
-        out.append((f"{lead} — {_title(tier, rank)}", gs))
+        out.append((f"{level_lead(not context, can_guard)} — {_title(tier, rank)}", gs))
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from auditor.evidence import CAN_GUARD, LEVEL_TITLES, Level
 from auditor.model import AUDIT_SCHEMA, TIER_TITLES, TIERS, Audit, BehaviourResult, Finding, Guard
 from reports.common import VERDICT_COLOURS, paint
-from reports.words import with_legend
+from reports.words import WEAK_PRE_MERGE, level_lead, with_legend
 from testdb.stages import MULTI_GPU_RE
 
 
@@ -158,13 +158,12 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         if b.get("weak_links"):  # a level that cannot guard decided: no guard, weak links
             wl = b["weak_links"]
             n = b.get("weak_link_count", len(wl))
-            out.extend(_wrap("weak links that run pre-merge: " + ", ".join(
+            out.extend(_wrap(f"{WEAK_PRE_MERGE}: " + ", ".join(
                 short_id(t) for t in wl[:4]) + (f" +{n - 4}" if n > 4 else ""), width, "  "))
-        weak_level = (b.get("decided_by") or {}).get("can_guard") is False
+        can_guard = (b.get("decided_by") or {}).get("can_guard") is not False
         for level, gs, total, invalid in _levels(b):
             decides = any(g.get("decides", level.tier == b["tier"]) for g in gs)
-            lead = ("also linked, not counted" if not decides else
-                    "weak links, cannot guard" if weak_level else "decides the verdict")
+            lead = level_lead(decides, can_guard)
             bad = (f"; +{invalid} invalid listed id{'s' * (invalid != 1)}, not counted"
                    if invalid else "")
             out.extend(_wrap(f"{lead}: {level_title(level)} ({total}{bad})", width, "  "))

@@ -17,6 +17,20 @@ VERDICT_TEXT = {
 }
 
 
+# How the text, the comment and the HTML report introduce an evidence level's links: the
+# deciding level's (its can-guard flag is auditor.evidence.CAN_GUARD), or a weaker one's.
+DECIDES = "decides the verdict"
+WEAK = "weak links, cannot guard"
+CONTEXT = "also linked, not counted"
+WEAK_PRE_MERGE = "weak links that run pre-merge"  # a behaviour's weak links, in the text
+
+
+def level_lead(decides: bool, can_guard: bool) -> str:
+    """The words before a level's links: ``decides the verdict``, ``weak links, cannot guard``
+    (a deciding level that cannot guard) or ``also linked, not counted`` (a weaker level)."""
+    return CONTEXT if not decides else DECIDES if can_guard else WEAK
+
+
 class Term(NamedTuple):
     """A word of the text output: shown in the legend when ``pattern`` occurs in the output."""
 
@@ -50,11 +64,11 @@ TERMS: tuple[Term, ...] = (
          "the names and values on the changed lines that tests are linked by"),
     Term("[rule]", r"(?m)^\s+(?:ERROR|WARNING|INFO) \S+  \[[\w-]+\]$",
          "the finding's rule id; docs/audit.md says what each rule checks"),
-    Term("decides the verdict", r"(?m)^\s*decides the verdict: ",
+    Term(DECIDES, rf"(?m)^\s*{DECIDES}: ",
          "the strongest evidence found; only these tests count as guards"),
-    Term("also linked", r"(?m)^\s*also linked, not counted: ",
+    Term("also linked", rf"(?m)^\s*{CONTEXT}: ",
          "weaker evidence, shown for context; never counted as a guard"),
-    Term("weak links", r"(?m)^\s*weak links(?:, cannot guard| that run pre-merge): ",
+    Term("weak links", rf"(?m)^\s*(?:{WEAK}|{WEAK_PRE_MERGE}): ",
          "the strongest evidence found only imports the changed module or only shares a "
          "value: such tests are not shown to exercise the change, so none is a pre-merge guard "
          "even where it runs pre-merge (--coverage, or a test that calls the code, can be)"),

@@ -21,7 +21,7 @@ import pytest
 from reports.comment import render_comment
 from reports.render_audit import audit_text
 from reports.render_where import where_text
-from reports.words import TERMS, VERDICT_TEXT, legend, used_terms
+from reports.words import TERMS, VERDICT_TEXT, legend, level_lead, used_terms
 from tests.conftest import CORPUS, EXAMPLE, CliResult
 
 if TYPE_CHECKING:
@@ -304,6 +304,15 @@ def test_every_term_has_a_case_and_verdict_words_match_the_html_legend() -> None
     from reports import html
 
     assert html.VERDICT_TEXT is VERDICT_TEXT
+
+
+@pytest.mark.parametrize("decides, can_guard, lead", [
+    (True, True, "decides the verdict"), (True, False, "weak links, cannot guard"),
+    (False, True, "also linked, not counted"), (False, False, "also linked, not counted")])
+def test_a_levels_lead_words_come_from_one_rule(decides: bool, can_guard: bool, lead: str
+                                                 ) -> None:
+    # The text, the comment and the HTML report all introduce a level's links by it.
+    assert level_lead(decides, can_guard) == lead
 
 
 def test_where_text_without_the_cli_has_the_legend_too() -> None:
