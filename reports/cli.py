@@ -102,15 +102,11 @@ def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The command line in-process: a warm answer when one is cached (``reports.entry``, the
-    console script's own entry point, which avoids importing this module), else ``run``."""
-    from reports.entry import answer
+    """The command line in-process, as the console script runs it (``reports.entry.main``: a
+    warm answer when one is cached, else ``run``)."""
+    from reports.entry import main as entry_main
 
-    args = sys.argv[1:] if argv is None else list(argv)
-    code = answer(args)
-    if code is not None:
-        sys.exit(code)
-    run(args)
+    entry_main(argv)
 
 
 def run(argv: list[str] | None = None) -> None:
