@@ -10,7 +10,7 @@ import testdb
 from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
 from testdb.errors import InputError
 from testdb.files import read_cache, write_cache
-from testdb.stamp import code_stamp
+from testdb.stamp import cache_dir, code_stamp
 
 _PACKAGES = ("testdb", "testdb/inventory", "auditor", "auditor/replay")
 
@@ -22,12 +22,7 @@ def _code() -> str:
 
 
 def replay_dir() -> str:
-    import testdb.index
-    import testdb.stamp
-
-    # The cache directory's helper lives in testdb.stamp (earlier: testdb.index).
-    where = getattr(testdb.stamp, "cache_dir", None) or getattr(testdb.index, "cache_dir")  # noqa: B009
-    return os.path.join(str(where()), "replay")
+    return os.path.join(cache_dir(), "replay")
 
 
 class RecordCache:
