@@ -81,7 +81,7 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         ids = listed + (inventory.ids() if inventory is not None else [])
         nearest = did_you_mean(ids, pattern)
     # Errors first (stderr), then the result, headed by a note when input was left out; a
-    # broken .test_durations is a warning (reports.common.as_reported): exit 0.
+    # broken .test_durations is a warning (reports.unread.as_reported): exit 0.
     rc = report_diagnostics(diagnostics, quiet_warnings=True)
     if fmt == "json":
         click.echo(dump_json(where_json(pattern, records, nearest)))

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from reports.unread import DURATIONS, unread_note
-from testdb.errors import EXIT_BAD_INPUT, Diagnostic, Severity
+from reports.unread import LIMIT, diagnostic_lines, unread_note
+from testdb.errors import Diagnostic, Severity
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -57,42 +57,22 @@ def dump_json(data: Any, *, inline_depth: int | None = None) -> str:
     return render(data, 0, "")
 
 
-def as_reported(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """The diagnostics as the commands report them: a ``.test_durations`` problem is a
-    warning, since only shard estimates read it and every answer stands (a warning with a
-    result is exit 0, issue 16.12)."""
-    return [Diagnostic(d.loc, Severity.WARNING, d.message, d.rule)
-            if d.severity is Severity.ERROR and is_durations(d) else d for d in diags]
-
-
-def is_durations(d: Diagnostic) -> bool:
-    return d.loc.path.endswith(DURATIONS)
-
-
 def report_diagnostics(diags: Iterable[Diagnostic], *, quiet_warnings: bool = False,
-                       limit: int = 50) -> int:
-    """Print diagnostics to stderr (errors first); return the exit code they imply. Commands
-    call it before printing their result, so the errors come first. ``quiet_warnings`` leaves
-    out warnings, but never those of ``.test_durations`` (a value it ignored changes the
-    shard numbers printed)."""
-    ds = sorted(as_reported(diags), key=lambda d: (-d.severity.rank, d.loc))
-    errors = sum(1 for d in ds if d.severity is Severity.ERROR)
-    shown = [d for d in ds if not (quiet_warnings and d.severity is not Severity.ERROR
-                                   and not is_durations(d))]
-    for d in shown[:limit]:
-        suffix = ("; shard numbers assume unknown durations"
-                  if is_durations(d) and d.rule != "bad-duration" else "")
-        click.echo(f"{d}{suffix}", err=True)
-    if len(shown) > limit:
-        click.echo(f"... and {len(shown) - limit} more (see `testdb lint`)", err=True)
-    return EXIT_BAD_INPUT if errors else 0
+                       limit: int = LIMIT) -> int:
+    """Print diagnostics to stderr (errors first; reports.unread.diagnostic_lines, which the
+    warm stats answer prints too); return the exit code they imply. Commands call it before
+    printing their result, so the errors come first."""
+    lines, code = diagnostic_lines(((d.loc.path, d.loc.line, d.severity.value, d.message, d.rule)
+                                    for d in diags), quiet_warnings=quiet_warnings, limit=limit)
+    for line in lines:
+        click.echo(line, err=True)
+    return code
 
 
 def input_note(diags: Iterable[Diagnostic], what: str = "these verdicts") -> str:
     """The line a text result starts with when input could not be read ("" when all was):
     the files of its error diagnostics (reports.unread)."""
-    return unread_note((d.loc.path for d in as_reported(diags)
-                        if d.severity is Severity.ERROR), what)
+    return unread_note((d.loc.path for d in diags if d.severity is Severity.ERROR), what)
 
 
 def with_note(note: str, text: str) -> str:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.unread import as_reported, diagnostic_lines, unread_note
 from testdb.stats import DiagRow
-
-_RANK = {"error": 2, "warning": 1, "info": 0}
-LIMIT = 50  # diagnostics printed at most, as reports.common.report_diagnostics prints them
 
 
 def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
            ) -> tuple[str, list[str], int]:
     """(stdout text, stderr lines, exit code) of ``testdb stats --format FMT``; the caller
-    prints the stderr lines first (errors before the result)."""
+    prints the stderr lines first (errors before the result). A diagnostic is counted and
+    listed with the severity it is reported with (a ``.test_durations`` error is a warning)."""
+    diags = [as_reported(d) for d in diags]
+    data = {**data, "errors": sum(1 for d in diags if d[2] == "error"),
+            "warnings": sum(1 for d in diags if d[2] == "warning")}
     if fmt == "json":
         import json
 
@@ -22,23 +24,9 @@ def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
         # The JSON holds every diagnostic; stderr still says why the exit status is 2.
         return (json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False),
                 *diagnostic_lines(diags, quiet_warnings=True))
-    from reports.unread import unread_note
-
     note = unread_note((p for p, _, sev, _, _ in diags if sev == "error"), "these counts")
     text = render_text(data)
     return (f"{note}\n{text}" if note else text, *diagnostic_lines(diags))
-
-
-def diagnostic_lines(diags: list[DiagRow], *, quiet_warnings: bool = False,
-                     limit: int = LIMIT) -> tuple[list[str], int]:
-    """What ``report_diagnostics`` prints for these diagnostics (errors first, then by place),
-    and the exit code they imply."""
-    ds = sorted(diags, key=lambda d: (-_RANK[d[2]], d[0], d[1]))
-    shown = [d for d in ds if not (quiet_warnings and d[2] != "error")]
-    lines = [f"{f'{p}:{ln}' if ln else p}: {sev}: {msg}" for p, ln, sev, msg, _ in shown[:limit]]
-    if len(shown) > limit:
-        lines.append(f"... and {len(shown) - limit} more (see `testdb lint`)")
-    return lines, 2 if any(d[2] == "error" for d in ds) else 0
 
 
 def render_text(d: dict[str, Any]) -> str:

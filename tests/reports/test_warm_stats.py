@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reports.entry import answer, plain_stats
-from reports.render_stats import diagnostic_lines
+from reports.unread import diagnostic_lines
 from testdb.errors import Diagnostic, Severity, SourceLoc
 from tests.conftest import CORPUS, REPO
 from tests.testdb.tdb_helpers import TESTDB, WAIVES, small_checkout
@@ -83,13 +82,17 @@ def error_checkout(root: Path, n_bad: int) -> Path:
                                  for i in range(n_bad)})
 
 
-@pytest.mark.parametrize("case", ["corpus", "small", "errors", "many-errors"])
+DURATIONS = "tests/integration/defs/.test_durations"
+
+
+@pytest.mark.parametrize("case", ["corpus", "small", "errors", "many-errors", "durations"])
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_the_warm_answer_is_clicks_answer(case: str, fmt: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     root = {"corpus": lambda: Path(CORPUS), "small": lambda: small_checkout(tmp_path / "c"),
             "errors": lambda: error_checkout(tmp_path / "c", 1),
-            "many-errors": lambda: error_checkout(tmp_path / "c", 60)}[case]()
+            "many-errors": lambda: error_checkout(tmp_path / "c", 60),
+            "durations": lambda: small_checkout(tmp_path / "c", {DURATIONS: '{"a": '})}[case]()
     argv = ["--root", str(root), "stats", *(["--format", fmt] if fmt == "json" else [])]
     warm_up(capsys, argv)
     warm, full = both(capsys, argv)
@@ -99,6 +102,10 @@ def test_the_warm_answer_is_clicks_answer(case: str, fmt: str, tmp_path: Path,
         assert code == 2 and ": error: " in err
     if case == "many-errors":
         assert "more (see `testdb lint`)" in err
+    if case == "durations":  # a warning with a result is exit 0, as `where` says (16.12)
+        assert code == 0 and f"{DURATIONS}:1: warning: malformed JSON" in err
+        assert ("diagnostics     0 errors, 1 warnings" in out if fmt == "text" else
+                (json.loads(out)["errors"], json.loads(out)["warnings"]) == (0, 1))
     if fmt == "json":
         assert json.loads(out)["root"] == str(root)
 
@@ -140,23 +147,34 @@ def test_no_test_lists_is_left_to_click(tmp_path: Path, capsys: pytest.CaptureFi
         assert exc.value.code == 2 and "no test lists" in capsys.readouterr().err
 
 
-def test_diagnostic_lines_are_what_report_diagnostics_prints(
-        capsys: pytest.CaptureFixture[str]) -> None:
+ROWS = [("b.yml", 3, "warning", "w", "r"), ("a.yml", 0, "error", "e", "r"),
+        ("a.yml", 9, "info", "i", "r"), (DURATIONS, 1, "error", "malformed JSON", "json"),
+        (DURATIONS, 4, "warning", "not seconds", "bad-duration")]
+
+
+@pytest.mark.parametrize("rows, quiet, limit, lines, code", [
+    (ROWS[:3], False, 50, ["a.yml: error: e", "b.yml:3: warning: w", "a.yml:9: info: i"], 2),
+    (ROWS[:3], True, 50, ["a.yml: error: e"], 2),
+    (ROWS[:3], False, 2, ["a.yml: error: e", "b.yml:3: warning: w",
+                          "... and 1 more (see `testdb lint`)"], 2),
+    # only shard estimates read .test_durations: its error is a warning (exit 0), shown even
+    # with quiet warnings; the suffix says what an unreadable file changes
+    (ROWS[3:], True, 50, [f"{DURATIONS}:1: warning: malformed JSON; shard numbers assume "
+                          "unknown durations", f"{DURATIONS}:4: warning: not seconds"], 0),
+    ([], False, 50, [], 0),
+])
+def test_diagnostic_lines(rows: list[tuple[str, int, str, str, str]], quiet: bool, limit: int,
+                          lines: list[str], code: int,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert diagnostic_lines(rows, quiet_warnings=quiet, limit=limit) == (lines, code)
+    # the click commands print the same lines (reports.common.report_diagnostics)
     from reports.common import report_diagnostics
 
-    rng = random.Random(5)
-    sev = list(Severity)
-    for n in (0, 1, 3, 49, 50, 51, 120):
-        diags = [Diagnostic(SourceLoc(rng.choice(["a.yml", "b.txt", "a/b.yml"]),
-                                      rng.choice([0, 1, 2, 10])),
-                            rng.choice(sev), f"message {rng.randrange(5)}", "rule")
-                 for _ in range(n)]
-        rows = [(d.loc.path, d.loc.line, d.severity.value, d.message, d.rule) for d in diags]
-        for quiet in (False, True):
-            capsys.readouterr()
-            code = report_diagnostics(diags, quiet_warnings=quiet)
-            printed = capsys.readouterr().err.splitlines()
-            assert diagnostic_lines(rows, quiet_warnings=quiet) == (printed, code)
+    diags = [Diagnostic(SourceLoc(p, ln), Severity(sev), msg, rule)
+             for p, ln, sev, msg, rule in rows]
+    capsys.readouterr()
+    assert report_diagnostics(diags, quiet_warnings=quiet, limit=limit) == code
+    assert capsys.readouterr().err.splitlines() == lines
 
 
 def test_the_warm_path_imports_neither_click_nor_the_records(tmp_path: Path) -> None:
