@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,10 +10,14 @@ import os
 import testdb
 from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
 from testdb.errors import InputError
-from testdb.files import read_cache, write_cache
+from testdb.files import prune, read_cache, write_cache
 from testdb.stamp import cache_dir, code_stamp
 
 _PACKAGES = ("testdb", "testdb/inventory", "auditor", "auditor/replay")
+# Records kept (a few KB each), the newest written; every change of the tool's code or of the
+# options is a new key, so without a bound the directory grows without end. A record pruned
+# only costs its commit's audit again.
+KEEP = 10_000
 
 
 def _code() -> str:
@@ -52,4 +57,10 @@ class RecordCache:
         if rec.status == "failed":  # a failure may be the environment's: try again next time
             return
         payload = json.dumps(record_json(rec), separators=(",", ":")).encode("utf-8")
-        write_cache(self._path(rec.sha, rec.parent), payload, keep=None)
+        write_cache(self._path(rec.sha, rec.parent), payload, keep=None)  # pruned per run
+
+    def prune(self) -> None:
+        """Keep the ``KEEP`` newest records (``testdb.files.prune``, as the other caches do);
+        called once a run, not on every record written."""
+        with contextlib.suppress(OSError):
+            prune(os.path.join(self.dir, "rec-"), KEEP)

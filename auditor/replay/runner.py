@@ -75,6 +75,8 @@ def replay(repo: str, rev_range: str, options: ReplayOptions, *, jobs: int = 1,
             _parallel(repo, options, todo, done, jobs, use_cache)
     except KeyboardInterrupt:
         run.interrupted = True
+    if cache and len(got) > run.cached:  # records were written
+        cache.prune()
     run.records = [got[c.sha] for c in commits if c.sha in got]
     return run
 

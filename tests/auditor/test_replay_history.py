@@ -311,6 +311,20 @@ def test_cache_rerun_and_longer_range_audit_only_new_commits(history: dict[str, 
     assert strip == [{k: v for k, v in c.items() if k != "seconds"} for c in longer["commits"]]
 
 
+def test_records_are_pruned_to_the_newest(history: dict[str, Any], fresh_cache: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import auditor.replay.cache
+
+    monkeypatch.setattr(auditor.replay.cache, "KEEP", 10)
+    records = Path(fresh_cache, "replay", "records")
+    replay(str(history["repo"]), "v0..main", ReplayOptions())
+    assert len(list(records.glob("rec-*.json"))) == 10
+    again = replay(str(history["repo"]), "v0..main", ReplayOptions())
+    # the ten kept were the last written (c23..c32); the 21 others are audited again
+    assert again.cached == 10 and len(again.records) == 31
+    assert len(list(records.glob("rec-*.json"))) == 10
+
+
 def test_a_scratch_tree_changed_behind_its_back_is_put_right(history: dict[str, Any],
                                                              run_cli: Any, fresh_cache: str
                                                              ) -> None:
