@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from reports.common import format_option
-from reports.render_stats import render
+from reports.render_stats import checks_names, render
 from testdb.stats import stats_of
 
 
@@ -23,17 +23,15 @@ def stats(opts: Any, fmt: str) -> int:
     Example:
       testdb --root data/trtllm stats --format json
     """
-    from testdb.inventory.tree import INTEGRATION_DIR, has_test_sources
-
     index = opts.index()
     checker = inventory_key = None
-    if has_test_sources(index.root, (INTEGRATION_DIR,)):  # as `where` and `report` check
+    if checks_names(index.root):
         from testdb.inventory import build_static
         from testdb.inventory.tree import inventory_key as key_of
         from testdb.names import NameChecker
 
         checker = NameChecker(build_static(index.root))
-        inventory_key = key_of(index.root)
+        inventory_key = key_of(index.root)  # of the inventory just built or read
     out, err, code = render(*stats_of(index, use_cache=opts.use_cache, checker=checker,
                                       inventory_key=inventory_key), fmt)
     for line in err:  # errors before the result

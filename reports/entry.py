@@ -85,19 +85,17 @@ def _warm_stats(root: str, fmt: str) -> tuple[str, list[str], int] | None:
     recorded, key = hit
     if not any(recorded.get(k) for k in ("testdb", "qa_yaml", "qa_txt")):
         return None  # no test lists: the full command line says what is wrong
-    from testdb.inventory.tree import INTEGRATION_DIR, has_test_sources, inventory_key
+    from reports.render_stats import checks_names, render
     from testdb.stats import cache_key, cached_stats
 
-    if has_test_sources(root, (INTEGRATION_DIR,)):
+    tests = None
+    if checks_names(root):
         # Verdicts checked against the test sources: cached under the inventory's key too,
         # which its stamp proves (a changed test file sends the run to click).
+        from testdb.inventory.tree import inventory_key
+
         tests = inventory_key(root)
         if tests is None:
             return None
-        key = cache_key(key, tests)
-    cached = cached_stats(key, root)
-    if cached is None:
-        return None
-    from reports.render_stats import render
-
-    return render(*cached, fmt)
+    cached = cached_stats(cache_key(key, tests), root)
+    return None if cached is None else render(*cached, fmt)

@@ -1,4 +1,4 @@
-"""``testdb stats`` as text or JSON, with its diagnostics; click-free, for the warm answer."""
+"""``testdb stats``'s click-free half, shared with the warm answer: what checks it, its output."""
 
 from __future__ import annotations
 
@@ -6,6 +6,14 @@ from typing import Any
 
 from reports.unread import as_reported, diagnostic_lines, unread_note
 from testdb.stats import DiagRow
+
+
+def checks_names(root: str) -> bool:
+    """Whether the listed ids of ``root`` are checked against its test sources, as ``where``
+    checks them: the integration tests' directory has any."""
+    from testdb.inventory.tree import INTEGRATION_DIR, has_test_sources
+
+    return has_test_sources(root, (INTEGRATION_DIR,))
 
 
 def render(data: dict[str, Any], diags: list[DiagRow], fmt: str
