@@ -16,8 +16,6 @@ Targets (1 changed function per file): warm <= 0.5 s, cold <= 2.5 s.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,47 +24,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
+from synthetic_repo import N_MODULES, REPO, base_tree, git, module_text, tool_env
 
-N_MODULES = 40
 CHANGED = 20
 WARM_TARGET_S, COLD_TARGET_S = 0.5, 2.5
 
 
-def git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
-
-
-def module_text(i: int, changed: int) -> str:
-    """Module ``i``; its first ``changed`` functions differ from the base version."""
-    deps = "\n".join(f"from pkg.mod{j} import func{j}_0" for j in range(max(0, i - 2), i))
-    funcs = "\n\n".join(
-        f"def func{i}_{k}(backend, x):\n"
-        f"    if backend == 'FLASHINFER' and x > {k + (1 if k < changed else 0)}:\n"
-        f"        return x * {k + 1}\n"
-        f"    return x\n" for k in range(10))
-    return f'"""Synthetic module {i}."""\n{deps}\n\n\n{funcs}\n'
-
-
 def build(root: Path, files: int) -> None:
     """The base commit: corpus lists, synthetic tests, the package (tests import it)."""
-    shutil.copytree(REPO / "data" / "trtllm", root, dirs_exist_ok=True)
-    subprocess.run([sys.executable, str(HERE / "gen_synthetic_tests.py"), str(root),
-                    "--files", str(files)], check=True, capture_output=True)
-    pkg = root / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for i in range(N_MODULES):
-        (pkg / f"mod{i}.py").write_text(module_text(i, 0))
-    # Let a tenth of the test modules import the package, as real tests import the library.
-    tests = sorted((root / "tests").rglob("test_*.py"))
-    for n, t in enumerate(tests[::10]):
-        t.write_text(f"from pkg.mod{n % N_MODULES} import func{n % N_MODULES}_0\n"
-                     + t.read_text())
+    base_tree(root, files)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
@@ -75,7 +41,7 @@ def build(root: Path, files: int) -> None:
 def change(root: Path, functions: int) -> None:
     """Commit a change of ``functions`` functions in each of 20 modules (on top of base)."""
     for i in range(CHANGED):
-        (root / "pkg" / f"mod{i}.py").write_text(module_text(i, functions))
+        (root / "pkg" / f"mod{i}.py").write_text(module_text(i, lambda k: int(k < functions)))
     git(root, "commit", "-qam", f"change {functions} function(s) in each of 20 files")
 
 
@@ -95,14 +61,10 @@ def _timed(fn: Callable[[], object]) -> float:
 
 def audit_once(root: Path, cache: str, base: str = "HEAD~1", code: Path = REPO) -> float:
     """One ``testdb audit`` as a subprocess, with the package found in ``code``."""
-    env = {**os.environ, "TESTDB_CACHE_DIR": cache}
-    # An installed tool has its bytecode cached; recompiling every module on every start (as a
-    # shell with PYTHONDONTWRITEBYTECODE makes it) is not what users pay.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "reports", "--root", str(root), "audit",
                            "--base", base, "--head", "HEAD", "--format", "json"],
-                          capture_output=True, env=env, cwd=code)
+                          capture_output=True, env=tool_env(cache), cwd=code)
     elapsed = time.perf_counter() - t
     if proc.returncode not in (0, 1):
         raise SystemExit(proc.stderr.decode()[-2000:])

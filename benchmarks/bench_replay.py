@@ -19,7 +19,6 @@ three functions in one or two source modules; every tenth also changes a test fi
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import statistics
@@ -29,42 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-N_MODULES = 40
+from synthetic_repo import N_MODULES, REPO, base_tree, git, module_text, tool_env
+
 TARGET = 1.0
 
 
-def git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
-
-
-def module_text(i: int, bumps: dict[tuple[int, int], int]) -> str:
-    deps = "\n".join(f"from pkg.mod{j} import func{j}_0" for j in range(max(0, i - 2), i))
-    funcs = "\n\n".join(
-        f"def func{i}_{k}(backend, x):\n"
-        f"    if backend == 'FLASHINFER' and x > {k + bumps.get((i, k), 0)}:\n"
-        f"        return x * {k + 1}\n"
-        f"    return x\n" for k in range(10))
-    return f'"""Synthetic module {i}."""\n{deps}\n\n\n{funcs}\n'
-
-
 def build(root: Path, files: int, commits: int) -> None:
-    shutil.copytree(REPO / "data" / "trtllm", root, dirs_exist_ok=True)
-    subprocess.run([sys.executable, str(HERE / "gen_synthetic_tests.py"), str(root),
-                    "--files", str(files)], check=True, capture_output=True)
+    base_tree(root, files)
     pkg = root / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
     bumps: dict[tuple[int, int], int] = {}
-    for i in range(N_MODULES):
-        (pkg / f"mod{i}.py").write_text(module_text(i, bumps))
-    tests = sorted((root / "tests").rglob("test_*.py"))
-    for n, t in enumerate(tests[::10]):
-        t.write_text(f"from pkg.mod{n % N_MODULES} import func{n % N_MODULES}_0\n"
-                     + t.read_text())
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
@@ -76,7 +48,8 @@ def build(root: Path, files: int, commits: int) -> None:
         for i in rng.sample(range(N_MODULES), rng.randint(1, 2)):
             for k in rng.sample(range(10), rng.randint(1, 3)):
                 bumps[(i, k)] = bumps.get((i, k), 0) + 1
-            (pkg / f"mod{i}.py").write_text(module_text(i, bumps))
+            (pkg / f"mod{i}.py").write_text(
+                module_text(i, lambda k, i=i: bumps.get((i, k), 0)))
         if c % 10 == 9:
             t = defs[c]
             t.write_text(t.read_text().replace("def test_", f"def test_r{c}_", 1))
@@ -91,12 +64,10 @@ def build(root: Path, files: int, commits: int) -> None:
 
 
 def replay_once(root: Path, cache: str, *extra: str) -> float:
-    env = {**os.environ, "TESTDB_CACHE_DIR": cache}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed tool has its bytecode cached
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "reports", "--root", str(root), "replay",
                            "base..main", "--format", "json", *extra],
-                          capture_output=True, env=env, cwd=REPO)
+                          capture_output=True, env=tool_env(cache), cwd=REPO)
     elapsed = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(proc.stderr.decode()[-3000:])
