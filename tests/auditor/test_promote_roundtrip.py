@@ -4,7 +4,6 @@ code tells what happened to the file even when the reader of the output goes awa
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,25 +12,13 @@ import pytest
 
 from auditor import promote_journal
 from auditor.promote import apply_plan, plan_moves
-from testdb.index import TESTDB_DIR, load
+from testdb.index import load
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "trtllm"
-H100 = f"{TESTDB_DIR}/l0_h100.yml"
-# In the middle of its post_merge block (line 218): the case the end-of-block rule got wrong.
-FLASHINFER = ("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::"
-              "test_chunked_prefill[attn_backend=FLASHINFER]")
+# FLASHINFER sits in the middle of its post_merge block (line 218): the case the end-of-block
+# rule got wrong. The fixtures: a per-test cache (so a per-test journal) and a corpus copy.
+from tests.auditor.test_promote import FLASHINFER, H100, _cache, root
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TESTDB_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    dest = tmp_path / "trtllm"
-    shutil.copytree(DATA, dest)
-    return dest
+__all__ = ["_cache", "root"]  # the fixtures, imported for these tests
 
 
 def _move(root: Path, direction: str, test: str = FLASHINFER) -> None:
