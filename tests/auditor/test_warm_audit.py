@@ -6,29 +6,23 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 from auditor.replay.gitsource import ScratchTree, tree_of
-from tests.auditor.test_audit import CREATOR, git
-from tests.conftest import EXAMPLE
+from tests.auditor.test_audit import CREATOR, commit, edit, repo
+
+__all__ = ["repo"]  # the fixture (the example's base tree as a repo), imported for these tests
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "checkout"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("*.diff", "README.md"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    src = root / CREATOR
-    src.write_text(src.read_text().replace("enable_block_reuse = False",
-                                           "enable_block_reuse = True", 1))
-    git(root, "commit", "-qam", "change")
-    return root
+def changed(repo: Path) -> Path:
+    """The example's base commit, then one that turns block reuse on."""
+    edit(repo, CREATOR, "enable_block_reuse = False", "enable_block_reuse = True")
+    commit(repo)
+    return repo
 
 
 def _refuse(what: str):  # type: ignore[no-untyped-def]
@@ -39,8 +33,8 @@ def _refuse(what: str):  # type: ignore[no-untyped-def]
 
 
 def test_a_second_audit_of_a_head_reuses_graph_and_selections(
-        run_cli, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    args = ("--root", str(repo), "audit", "--base", "HEAD~1", "--head", "HEAD", "--format",
+        run_cli, changed: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    args = ("--root", str(changed), "audit", "--base", "HEAD~1", "--head", "HEAD", "--format",
             "json")
     cold = run_cli(*args)
     assert cold.code in (0, 1), cold.err
@@ -65,15 +59,15 @@ def _slot(tmp_path: Path, repo: Path) -> tuple[str, str]:
 
 
 def test_a_checkout_that_changes_nothing_leaves_the_slot_alone(tmp_path: Path,
-                                                                repo: Path) -> None:
-    base, tree = _slot(tmp_path, repo)
-    first = ScratchTree(str(repo), base)
+                                                                changed: Path) -> None:
+    base, tree = _slot(tmp_path, changed)
+    first = ScratchTree(str(changed), base)
     assert first.checkout(tree)
     first.close()
     before = os.stat(first.root)
     manifest = os.path.join(first.root, ".testdb-replay-tree.json")
     written = os.stat(manifest).st_mtime_ns
-    again = ScratchTree(str(repo), base)  # as the next audit takes it
+    again = ScratchTree(str(changed), base)  # as the next audit takes it
     assert again.root == first.root
     assert again.checkout(tree) == []
     again.close()
@@ -82,20 +76,20 @@ def test_a_checkout_that_changes_nothing_leaves_the_slot_alone(tmp_path: Path,
     assert os.stat(manifest).st_mtime_ns == written
 
 
-def test_a_file_changed_behind_its_back_is_put_right(tmp_path: Path, repo: Path) -> None:
-    base, tree = _slot(tmp_path, repo)
-    first = ScratchTree(str(repo), base)
+def test_a_file_changed_behind_its_back_is_put_right(tmp_path: Path, changed: Path) -> None:
+    base, tree = _slot(tmp_path, changed)
+    first = ScratchTree(str(changed), base)
     first.checkout(tree)
     first.close()
     creator = Path(first.root) / CREATOR
     want = creator.read_text()
     creator.write_text("tampered\n")
     (Path(first.root) / "stray.py").write_text("x = 1\n")
-    again = ScratchTree(str(repo), base)
+    again = ScratchTree(str(changed), base)
     assert again.checkout(tree) == [CREATOR]
     again.close()
     assert creator.read_text() == want
     assert not (Path(first.root) / "stray.py").exists()
-    third = ScratchTree(str(repo), base)  # the manifest was rewritten: nothing left to fix
+    third = ScratchTree(str(changed), base)  # the manifest was rewritten: nothing left to fix
     assert third.checkout(tree) == []
     third.close()
