@@ -36,6 +36,16 @@ def data_digest(data_files: dict[str, str]) -> str:
     return h.hexdigest()[:12]
 
 
+def guards_by_id(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each guard of an audit JSON by its test id: its first listing, in the JSON's order."""
+    guards: dict[str, dict[str, Any]] = {}
+    for b in data["behaviours"]:
+        for gs in b["guards"].values():
+            for g in gs:
+                guards.setdefault(g["test_id"], g)
+    return guards
+
+
 @dataclass
 class _Part:
     """A block of lines; `rows` may be cut from the end (then `more` says how many were left)."""
@@ -65,11 +75,7 @@ class _Comment:
         self.prov: dict[str, Any] = data.get("provenance") or {}
         self.head: str | None = head_sha or self.prov.get("head")
         self.outcome = {r["test_id"]: r for r in self.results}
-        self.guards: dict[str, dict[str, Any]] = {}
-        for b in data["behaviours"]:
-            for gs in b["guards"].values():
-                for g in gs:
-                    self.guards.setdefault(g["test_id"], g)
+        self.guards = guards_by_id(data)
 
     # ---- pieces ---------------------------------------------------------------------------
     def link(self, path: str, line: int, label: str | None = None) -> str:

@@ -7,8 +7,6 @@ browser) and ``detail/fN.js`` (per test file: the parametrization x stage matric
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import os
 import shutil
@@ -97,24 +95,14 @@ def _check(checker: NameChecker | None, test_id: str) -> NameCheck | None:
 
 
 def _lint_rows(index: Index, inventory: Any = None) -> list[dict[str, Any]]:
-    """Index diagnostics plus `testdb.lint` findings when that module exists."""
-    found: list[Any] = list(index.diagnostics)
-    try:
-        lint = getattr(importlib.import_module("testdb.lint"), "lint", None)
-    except ImportError:
-        lint = None
-    if callable(lint):
-        with contextlib.suppress(Exception):  # an optional section must not sink the report
-            # lint reports the diagnostics too (rule `input`): its findings alone, so the
-            # report counts and names them as `testdb lint` does.
-            found = list(lint(index, inventory) or [])
+    """`testdb lint`'s findings (the index's diagnostics among them, rule `input`), so the
+    report counts and names them as `testdb lint` does."""
+    from testdb.lint import lint
+
     rows: dict[str, dict[str, Any]] = {}
-    for d in found:
-        loc = getattr(d, "loc", None)
-        sev = getattr(getattr(d, "severity", None), "value", getattr(d, "severity", "info"))
-        row = {"path": str(getattr(loc, "path", "") or ""),
-               "line": int(getattr(loc, "line", 0) or 0), "severity": str(sev),
-               "rule": str(getattr(d, "rule", "") or ""), "message": str(getattr(d, "message", d))}
+    for d in lint(index, inventory):
+        row = {"path": d.loc.path, "line": d.loc.line, "severity": d.severity.value,
+               "rule": d.rule, "message": d.message}
         rows.setdefault(f"{row['path']}:{row['line']}:{row['message']}", row)
     rank = {"error": 0, "warning": 1}
     return sorted(rows.values(), key=lambda r: (rank.get(r["severity"], 2), r["path"], r["line"]))
@@ -183,6 +171,8 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         file_rows.append([fi, len(grouped[file]), *fcounts])
         details[fi] = {"schema": REPORT_SCHEMA, "file": fi, "name": file, "paths": paths.items,
                        "functions": fdetail}
+    if audit or results:
+        from reports import html_audit  # imports the audit's records
     outcome = {str(r["test_id"]): str(r["outcome"]) for r in results or []}
     total = sum(totals.values())
     files_digest = data_digest(index.files)
@@ -208,8 +198,8 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         "stage_charts": charts.stage_groups(sched, known, budget_minutes),
         "budget_minutes": f"{budget_minutes:g}",
         "file_chart": charts.file_chart(((files[r[0]], r[2:]) for r in file_rows), VERDICTS),
-        "audit": _audit_view(audit, where) if audit else None,
-        "results": _results_view(results, where) if results else None,
+        "audit": html_audit.audit_view(audit, where) if audit else None,
+        "results": html_audit.results_view(results, where) if results else None,
         "names": ("listed ids checked against the checkout's tests" if checker else
                   "listed ids not checked against sources (no test sources under the root)"),
         "lint": (lint := _lint_rows(index, inventory))[:_LINT_LIMIT], "lint_total": len(lint),
@@ -222,79 +212,8 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
     return ReportView(page, data, details)
 
 
-def _cost(s: dict[str, Any]) -> str:
-    from reports.render_audit import cost_text
-
-    return cost_text(s) if s else ""
-
-
 def _class_rank(verdict: str) -> int:
     return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
-
-
-def _href(where: dict[str, list[Any]], test_id: str, via: str = "") -> str | None:
-    from urllib.parse import quote
-
-    hit = where.get(test_id) or (where.get(via) if via else None)
-    if hit is None:
-        return None
-    return f"function.html#f={hit[0]}&n={hit[1]}&p={quote(str(hit[2]), safe='')}"
-
-
-def _audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, Any]:
-    guards: dict[str, dict[str, Any]] = {}
-    for b in audit["behaviours"]:
-        for gs in b["guards"].values():
-            for g in gs:
-                guards.setdefault(g["test_id"], g)
-
-    def guard(tid: str, own: dict[str, Any] | None = None) -> dict[str, Any]:
-        g = own or guards.get(tid, {})
-        return {"id": tid, "verdict": g.get("effective", "?"),
-                "href": _href(where, tid, str(g.get("via") or ""))}
-
-    rank = {"error": 0, "warning": 1, "info": 2}
-    findings = [{"severity": f["severity"], "rule": f.get("rule", ""), "path": f["path"],
-                 "line": f["line"], "message": f["message"], "function": f.get("function", ""),
-                 "guards": [guard(t) for t in f.get("guards") or []]}
-                for f in sorted(audit["findings"], key=lambda f: rank.get(f["severity"], 3))]
-    behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
-                   "verdict": b["verdict"], "tier": b.get("tier") or "none",
-                   "evidence": _evidence_words(b),
-                   "guards": [guard(g["test_id"], g)
-                              for g in b["guards"].get(b.get("tier") or "", [])
-                              if g.get("decides") is not False]}  # weaker ranks: context
-                  for b in audit["behaviours"]]
-    p = audit.get("provenance") or {}
-    sug = audit.get("suggestion") or {}
-    return {"sentence": audit["summary"]["sentence"],
-            "status": "bad" if audit["summary"]["errors"] else "ok",
-            "findings": findings, "behaviours": behaviours,
-            "chart": charts.guards_chart(behaviours, VERDICTS),
-            "bot": sug.get("command", ""),
-            "bot_cost": _cost(sug),
-            "bot_alternative": (sug.get("alternative") or {}).get("command", ""),
-            "bot_alternative_cost": _cost(sug.get("alternative") or {}),
-            "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
-            "diff": p.get("diff") or "-"}
-
-
-def _evidence_words(b: dict[str, Any]) -> str:
-    """What decides a behaviour's verdict, in words (the tier and rank codes stay in JSON)."""
-    from reports.comment import decided_words
-
-    return decided_words(b).removeprefix("decided by: ")
-
-
-def _results_view(results: list[dict[str, Any]], where: dict[str, list[Any]]
-                  ) -> dict[str, Any]:
-    counts = Counter(str(r["outcome"]) for r in results)
-    rows = [{"id": r["test_id"], "outcome": r["outcome"], "backend": r.get("backend") or "-",
-             "where": r.get("where") or "-", "started": r.get("started_at") or "-",
-             "duration": f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "-",
-             "href": _href(where, str(r["test_id"]))}
-            for r in sorted(results, key=lambda r: (r["outcome"] == "passed", r["test_id"]))]
-    return {"rows": rows, "summary": ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))}
 
 
 # ---- writing -------------------------------------------------------------------------------

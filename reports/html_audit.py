@@ -1,0 +1,74 @@
+"""The HTML report's views of an audit and of launch results (``reports/html.py`` draws them)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from reports import charts
+from reports.comment import decided_words, guards_by_id
+from reports.render_audit import cost_text
+from testdb.schedule import VERDICTS
+
+
+def _cost(s: dict[str, Any]) -> str:
+    return cost_text(s) if s else ""
+
+
+def _href(where: dict[str, list[Any]], test_id: str, via: str = "") -> str | None:
+    from urllib.parse import quote
+
+    hit = where.get(test_id) or (where.get(via) if via else None)
+    if hit is None:
+        return None
+    return f"function.html#f={hit[0]}&n={hit[1]}&p={quote(str(hit[2]), safe='')}"
+
+
+def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, Any]:
+    guards = guards_by_id(audit)
+
+    def guard(tid: str, own: dict[str, Any] | None = None) -> dict[str, Any]:
+        g = own or guards.get(tid, {})
+        return {"id": tid, "verdict": g.get("effective", "?"),
+                "href": _href(where, tid, str(g.get("via") or ""))}
+
+    rank = {"error": 0, "warning": 1, "info": 2}
+    findings = [{"severity": f["severity"], "rule": f.get("rule", ""), "path": f["path"],
+                 "line": f["line"], "message": f["message"], "function": f.get("function", ""),
+                 "guards": [guard(t) for t in f.get("guards") or []]}
+                for f in sorted(audit["findings"], key=lambda f: rank.get(f["severity"], 3))]
+    behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
+                   "verdict": b["verdict"], "tier": b.get("tier") or "none",
+                   "evidence": _evidence_words(b),
+                   "guards": [guard(g["test_id"], g)
+                              for g in b["guards"].get(b.get("tier") or "", [])
+                              if g.get("decides") is not False]}  # weaker ranks: context
+                  for b in audit["behaviours"]]
+    p = audit.get("provenance") or {}
+    sug = audit.get("suggestion") or {}
+    return {"sentence": audit["summary"]["sentence"],
+            "status": "bad" if audit["summary"]["errors"] else "ok",
+            "findings": findings, "behaviours": behaviours,
+            "chart": charts.guards_chart(behaviours, VERDICTS),
+            "bot": sug.get("command", ""),
+            "bot_cost": _cost(sug),
+            "bot_alternative": (sug.get("alternative") or {}).get("command", ""),
+            "bot_alternative_cost": _cost(sug.get("alternative") or {}),
+            "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
+            "diff": p.get("diff") or "-"}
+
+
+def _evidence_words(b: dict[str, Any]) -> str:
+    """What decides a behaviour's verdict, in words (the tier and rank codes stay in JSON)."""
+    return decided_words(b).removeprefix("decided by: ")
+
+
+def results_view(results: list[dict[str, Any]], where: dict[str, list[Any]]
+                 ) -> dict[str, Any]:
+    counts = Counter(str(r["outcome"]) for r in results)
+    rows = [{"id": r["test_id"], "outcome": r["outcome"], "backend": r.get("backend") or "-",
+             "where": r.get("where") or "-", "started": r.get("started_at") or "-",
+             "duration": f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "-",
+             "href": _href(where, str(r["test_id"]))}
+            for r in sorted(results, key=lambda r: (r["outcome"] == "passed", r["test_id"]))]
+    return {"rows": rows, "summary": ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))}
