@@ -25,6 +25,29 @@ from pathlib import Path
 A10 = "{name: %s, map: x86TestConfigs, arch: x86_64, platform: a10, context: l0_a10, " \
       "split_id: %d, splits: %d, gpu_count: 1, node_count: 1, run_with_sbatch: false}"
 
+# One test-db block: the condition (GPU count and type, stage term) and its tests.
+BLOCK = """\
+- condition:
+    ranges:
+      system_gpu_count:
+        gte: {gpus}
+        lte: {gpus}
+    wildcards:
+      gpu:
+      - '*{gpu}*'
+{distro}    terms:
+      stage: {stage}
+      backend: pytorch
+  tests:
+{tests}"""
+
+
+def block(gpus: int, gpu: str, stage: str, tests: list[str], ubuntu: bool = False) -> str:
+    return BLOCK.format(gpus=gpus, gpu=gpu, stage=stage,
+                        distro="      linux_distribution_name: ubuntu*\n" if ubuntu else "",
+                        tests="".join(f"  - {t}\n" for t in tests))
+
+
 FILES: dict[str, str] = {
     "ci/stages.yml": "\n".join([
         "# Four Jenkins L0 stages in the shape of data/trtllm/ci/stages.yml.",
@@ -46,60 +69,16 @@ multi_gpu_file_changed:
 auto_trigger_tags:
   map: []
 """,
-    "tests/integration/test_lists/test-db/l0_a10.yml": """\
-version: 0.0.1
-l0_a10:
-- condition:
-    ranges:
-      system_gpu_count:
-        gte: 1
-        lte: 1
-    wildcards:
-      gpu:
-      - '*a10*'
-      linux_distribution_name: ubuntu*
-    terms:
-      stage: pre_merge
-      backend: pytorch
-  tests:
-  - unittest/test_tokenizer.py
-  - test_sampling.py::test_top_k
-  - test_sampling.py::test_top_p
-  - test_attention.py::test_attention[attn_backend=TRTLLM]
-- condition:
-    ranges:
-      system_gpu_count:
-        gte: 1
-        lte: 1
-    wildcards:
-      gpu:
-      - '*a10*'
-      linux_distribution_name: ubuntu*
-    terms:
-      stage: post_merge
-      backend: pytorch
-  tests:
-  - test_attention.py::test_attention[attn_backend=FLASHINFER]
-  - test_cache.py::test_cache_eviction
-  - test_e2e.py::test_generate
-""",
-    "tests/integration/test_lists/test-db/l0_dgx_h100.yml": """\
-version: 0.0.1
-l0_dgx_h100:
-- condition:
-    ranges:
-      system_gpu_count:
-        gte: 4
-        lte: 4
-    wildcards:
-      gpu:
-      - '*h100*'
-    terms:
-      stage: pre_merge
-      backend: pytorch
-  tests:
-  - test_allreduce.py::test_allreduce
-""",
+    "tests/integration/test_lists/test-db/l0_a10.yml": "version: 0.0.1\nl0_a10:\n"
+    + block(1, "a10", "pre_merge", ["unittest/test_tokenizer.py", "test_sampling.py::test_top_k",
+                                    "test_sampling.py::test_top_p",
+                                    "test_attention.py::test_attention[attn_backend=TRTLLM]"],
+            ubuntu=True)
+    + block(1, "a10", "post_merge", ["test_attention.py::test_attention[attn_backend=FLASHINFER]",
+                                     "test_cache.py::test_cache_eviction",
+                                     "test_e2e.py::test_generate"], ubuntu=True),
+    "tests/integration/test_lists/test-db/l0_dgx_h100.yml": "version: 0.0.1\nl0_dgx_h100:\n"
+    + block(4, "h100", "pre_merge", ["test_allreduce.py::test_allreduce"]),
     "tests/integration/test_lists/qa/llm_function_core.txt": "test_quant.py::test_quantize\n",
     "tests/integration/test_lists/waives.txt": "",
     "tests/integration/defs/.test_durations": json.dumps({
@@ -320,13 +299,16 @@ class History:
             raise SystemExit(f"build.py: {old!r} is not once in {rel}")
         self.write(rel, text.replace(old, new))
 
-    def commit(self, label: str, message: str) -> str:
+    def commit(self, label: str, message: str) -> None:
         self.n += 1
         self.git("add", "-A")
         self.git("commit", "-q", "--no-verify", "-m", message)
-        sha = self.git("rev-parse", "HEAD").strip()
-        self.names[label] = sha
-        return sha
+        self.names[label] = self.git("rev-parse", "HEAD").strip()
+
+    def merge(self, label: str, message: str, branch: str) -> None:
+        self.n += 1
+        self.git("merge", "-q", "--no-ff", "-m", message, branch)
+        self.names[label] = self.git("rev-parse", "HEAD").strip()
 
 
 def _top_k(h: History, new: str) -> None:
@@ -369,57 +351,7 @@ def _telemetry(h: History, func: str, new: str) -> None:
 
 
 KV = "tinyllm/kv_cache.py"
-
-# (label, commit message, what it does to the tree). Labels c02..c32 are the first-parent
-# commits after the root c01; the merge c18 brings in the branch commits s1 and s2.
-STORY: list[tuple[str, str, Callable[[History], None]]] = [
-    ("c02", "sampling: clamp k in top_k", lambda h: _top_k(h, "    k = min(k, len(ranked))\n")),
-    ("c03", "attention: log the FLASHINFER path",
-     lambda h: _flashinfer(h, '    _log("FLASHINFER", len(q))\n')),
-    ("c04", "cache: evict oldest blocks first",
-     lambda h: _evict(h, "tinyllm/cache.py", "    order.sort()\n")),
-    ("c05", "cache: rename to kv_cache, evict skips pinned blocks", None),  # see _rename
-    ("c06", "waive test_cache_eviction (nvbugs/1001)",
-     lambda h: h.write(WAIVES, CACHE_WAIVE)),
-    ("c07", "sampling: top_p renormalises", lambda h: _top_p(h, "    total = total or 1\n")),
-    ("c08", "comm: reverse the ring", lambda h: _comm(h, "    ranks = ranks[::-1]\n")),
-    ("c09", "unwaive test_cache_eviction (fixed)", lambda h: h.write(WAIVES, "")),
-    ("c10", "move test_top_p to post-merge", None),  # see _demote
-    ("c11", "tokenizer: strip before splitting",
-     lambda h: _tokenizer(h, "    text = text.strip()\n")),
-    ("c12", "sampling: top_p keeps ties", lambda h: _top_p(h, "    ties = True\n")),
-    ("c13", "docs: sampling notes", lambda h: h.write("docs/sampling.md", "# Sampling\n")),
-    ("c14", "distributed: all_reduce counts parts",
-     lambda h: _allreduce(h, "    seen = len(parts)\n")),
-    ("c15", "telemetry: count skips empty",
-     lambda h: _telemetry(h, "count", "    tokens = [t for t in tokens if t]\n")),
-    ("c16", "kv_cache: evict keeps the newest block",
-     lambda h: _evict(h, KV, "    keep = order[-1:]\n")),
-    ("c17", "waive test_cache_eviction again (nvbugs/1002)",
-     lambda h: h.write(WAIVES, CACHE_WAIVE.replace("1001 eviction order", "1002 newest block"))),
-    ("c18", "Merge branch 'quant-rounding' (#18)", None),  # see _merge
-    ("c19", "attention: log the TRTLLM path",
-     lambda h: h.edit("tinyllm/attention.py", "    return list(q)\n",
-                      '    _log("TRTLLM", len(q))\n    return list(q)\n')),
-    ("c20", "sampling: top_k drops negative logits",
-     lambda h: _top_k(h, "    ranked = [r for r in ranked if r >= 0]\n")),
-    ("c21", "quant: clamp the scale", lambda h: _quant(h, "    scale = max(scale, 1e-6)\n")),
-    ("c22", "attention: FLASHINFER sliding window",
-     lambda h: _flashinfer(h, '    window = _log("FLASHINFER", 4096)\n')),
-    ("c23", "telemetry: flush returns nothing",
-     lambda h: _telemetry(h, "flush", "    size = len(buffer)\n")),
-    ("c24", "comm: rotate the ring", lambda h: _comm(h, "    ranks = ranks[1:] + ranks[:1]\n")),
-    ("c25", "sampling: top_k and top_p share a sort", None),  # see _both
-    ("c26", "kv_cache: evict in place", lambda h: _evict(h, KV, "    order.reverse()\n")),
-    ("c27", "unwaive test_cache_eviction (fixed again)", lambda h: h.write(WAIVES, "")),
-    ("c28", "tokenizer: lower-case", lambda h: _tokenizer(h, "    text = text.lower()\n")),
-    ("c29", "distributed: all_reduce skips empty parts",
-     lambda h: _allreduce(h, "    parts = [p for p in parts if p]\n")),
-    ("c30", "quant: round half up", lambda h: _quant(h, "    x = x + 1e-9\n")),
-    ("c31", "attention: FLASHINFER scale from config",
-     lambda h: _flashinfer(h, '    scale = _log("FLASHINFER", 1)[1]\n')),
-    ("c32", "sampling: top_p early exit", lambda h: _top_p(h, "    early = p >= 1\n")),
-]
+BRANCH = "quant-rounding"
 
 
 def _rename(h: History) -> None:
@@ -438,15 +370,14 @@ def _demote(h: History) -> None:
     h.write(L0_A10, text)
 
 
-def _merge(h: History) -> None:
-    h.git("checkout", "-q", "-b", "quant-rounding")
+def _branch(h: History) -> None:
+    """The two commits of the branch c18 merges (the build merges it: no commit of its own)."""
+    h.git("checkout", "-q", "-b", BRANCH)
     _quant(h, "    x = float(x)\n")
     h.commit("s1", "quant: accept ints")
     _telemetry(h, "flush", "    buffer = buffer or []\n")
     h.commit("s2", "telemetry: flush tolerates None")
     h.git("checkout", "-q", "main")
-    h.n += 1
-    h.git("merge", "-q", "--no-ff", "-m", "Merge branch 'quant-rounding' (#18)", "quant-rounding")
 
 
 def _both(h: History) -> None:
@@ -454,7 +385,57 @@ def _both(h: History) -> None:
     _top_p(h, "    shared = True\n")
 
 
-SPECIAL = {"c05": _rename, "c10": _demote, "c18": _merge, "c25": _both}
+# (label, commit message, what it does to the tree). Labels c02..c32 are the first-parent
+# commits after the root c01; the merge c18 brings in the branch commits s1 and s2.
+STORY: list[tuple[str, str, Callable[[History], None]]] = [
+    ("c02", "sampling: clamp k in top_k", lambda h: _top_k(h, "    k = min(k, len(ranked))\n")),
+    ("c03", "attention: log the FLASHINFER path",
+     lambda h: _flashinfer(h, '    _log("FLASHINFER", len(q))\n')),
+    ("c04", "cache: evict oldest blocks first",
+     lambda h: _evict(h, "tinyllm/cache.py", "    order.sort()\n")),
+    ("c05", "cache: rename to kv_cache, evict skips pinned blocks", _rename),
+    ("c06", "waive test_cache_eviction (nvbugs/1001)",
+     lambda h: h.write(WAIVES, CACHE_WAIVE)),
+    ("c07", "sampling: top_p renormalises", lambda h: _top_p(h, "    total = total or 1\n")),
+    ("c08", "comm: reverse the ring", lambda h: _comm(h, "    ranks = ranks[::-1]\n")),
+    ("c09", "unwaive test_cache_eviction (fixed)", lambda h: h.write(WAIVES, "")),
+    ("c10", "move test_top_p to post-merge", _demote),
+    ("c11", "tokenizer: strip before splitting",
+     lambda h: _tokenizer(h, "    text = text.strip()\n")),
+    ("c12", "sampling: top_p keeps ties", lambda h: _top_p(h, "    ties = True\n")),
+    ("c13", "docs: sampling notes", lambda h: h.write("docs/sampling.md", "# Sampling\n")),
+    ("c14", "distributed: all_reduce counts parts",
+     lambda h: _allreduce(h, "    seen = len(parts)\n")),
+    ("c15", "telemetry: count skips empty",
+     lambda h: _telemetry(h, "count", "    tokens = [t for t in tokens if t]\n")),
+    ("c16", "kv_cache: evict keeps the newest block",
+     lambda h: _evict(h, KV, "    keep = order[-1:]\n")),
+    ("c17", "waive test_cache_eviction again (nvbugs/1002)",
+     lambda h: h.write(WAIVES, CACHE_WAIVE.replace("1001 eviction order", "1002 newest block"))),
+    ("c18", f"Merge branch '{BRANCH}' (#18)", _branch),
+    ("c19", "attention: log the TRTLLM path",
+     lambda h: h.edit("tinyllm/attention.py", "    return list(q)\n",
+                      '    _log("TRTLLM", len(q))\n    return list(q)\n')),
+    ("c20", "sampling: top_k drops negative logits",
+     lambda h: _top_k(h, "    ranked = [r for r in ranked if r >= 0]\n")),
+    ("c21", "quant: clamp the scale", lambda h: _quant(h, "    scale = max(scale, 1e-6)\n")),
+    ("c22", "attention: FLASHINFER sliding window",
+     lambda h: _flashinfer(h, '    window = _log("FLASHINFER", 4096)\n')),
+    ("c23", "telemetry: flush returns nothing",
+     lambda h: _telemetry(h, "flush", "    size = len(buffer)\n")),
+    ("c24", "comm: rotate the ring", lambda h: _comm(h, "    ranks = ranks[1:] + ranks[:1]\n")),
+    ("c25", "sampling: top_k and top_p share a sort", _both),
+    ("c26", "kv_cache: evict in place", lambda h: _evict(h, KV, "    order.reverse()\n")),
+    ("c27", "unwaive test_cache_eviction (fixed again)", lambda h: h.write(WAIVES, "")),
+    ("c28", "tokenizer: lower-case", lambda h: _tokenizer(h, "    text = text.lower()\n")),
+    ("c29", "distributed: all_reduce skips empty parts",
+     lambda h: _allreduce(h, "    parts = [p for p in parts if p]\n")),
+    ("c30", "quant: round half up", lambda h: _quant(h, "    x = x + 1e-9\n")),
+    ("c31", "attention: FLASHINFER scale from config",
+     lambda h: _flashinfer(h, '    scale = _log("FLASHINFER", 1)[1]\n')),
+    ("c32", "sampling: top_p early exit", lambda h: _top_p(h, "    early = p >= 1\n")),
+]
+
 
 # Post-merge results (commit label -> {test: outcome}), as the post-merge pipeline reported
 # them: it ran every few commits and not every test each time.
@@ -498,15 +479,11 @@ def build(out: Path) -> dict[str, str]:
     h.commit("c01", "initial test plan and library")
     h.git("tag", "v0")
     for label, message, step in STORY:
-        if label in SPECIAL:
-            SPECIAL[label](h)
-            if label == "c18":
-                h.names[label] = h.git("rev-parse", "HEAD").strip()
-                continue
+        step(h)
+        if label == "c18":
+            h.merge(label, message, BRANCH)
         else:
-            assert step is not None
-            step(h)
-        h.commit(label, message)
+            h.commit(label, message)
     with open(out / "outcomes.jsonl", "w", encoding="utf-8") as fh:
         for label, results in OUTCOMES.items():
             for test, outcome in results.items():
