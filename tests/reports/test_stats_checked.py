@@ -6,16 +6,14 @@ keys, so a changed test file is never answered from the old counts."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from reports.entry import answer
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS
+from tests.reports.helpers import warm_stats_imports
 from tests.testdb.tdb_helpers import A10_YML, TESTDB, small_checkout
 
 MULTI = "test_multi.py::test_multi_names"
@@ -122,18 +120,6 @@ def test_the_warm_answer_follows_the_test_files(run_cli, root: Path,  # type: ig
 
 def test_the_warm_path_with_sources_imports_neither_click_nor_the_scanner(
         root: Path, private_cache: Path) -> None:
-    env = {**os.environ, "TESTDB_CACHE_DIR": str(private_cache)}
-    fresh = "import testdb.stamp\ntestdb.stamp.RACY_NS = -10**12  # written just now\n"
-    cmd = [sys.executable, "-c", fresh + "from reports.entry import main\n"
-           f"main(['--root', {str(root)!r}, 'stats'])\n"]
-    subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=REPO)
-    probe = (fresh + "import sys, io, contextlib\n"
-             "from reports.entry import answer\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             f"    code = answer(['--root', {str(root)!r}, 'stats'])\n"
-             "heavy = {'click', 'yaml', 'networkx', 'testdb.index', 'testdb.names',\n"
-             "         'testdb.inventory.build', 'testdb.inventory.model', 'testdb.schedule'}\n"
-             "print(code, sorted(heavy & set(sys.modules)))\n")
-    out = subprocess.run([sys.executable, "-c", probe], env=env, check=True,
-                         capture_output=True, text=True, cwd=REPO).stdout
-    assert out.split(None, 1) == ["0", "[]\n"]
+    heavy = {"click", "yaml", "networkx", "testdb.index", "testdb.names",
+             "testdb.inventory.build", "testdb.inventory.model", "testdb.schedule"}
+    assert warm_stats_imports(str(root), private_cache, heavy) == ("0", [])

@@ -17,20 +17,13 @@ sys.path.insert(0, str(TESTS / "testdb"))
 
 from tdb_helpers import A10_YML, TESTDB, small_checkout  # noqa: E402
 
+from tests.reports.helpers import LLAMA_CHUNKED_PREFILL  # noqa: E402
+
 FILE = "accuracy/test_llm_api_pytorch.py"
 PATH = f"tests/integration/defs/{FILE}"
 FUNC = f"{FILE}::TestLlama3_1_8BInstruct::test_chunked_prefill"
 TRTLLM = f"{FUNC}[attn_backend=TRTLLM]"
-GOOD = '''\
-import pytest
-
-
-class TestLlama3_1_8BInstruct:
-    @pytest.mark.parametrize("attn_backend", ["TRTLLM", "FLASHINFER"],
-                             ids=["attn_backend=TRTLLM", "attn_backend=FLASHINFER"])
-    def test_chunked_prefill(self, attn_backend):
-        pass
-'''
+GOOD = LLAMA_CHUNKED_PREFILL
 BROKEN = GOOD + "\n\ndef test_broken(:\n    pass\n"
 BROKEN_LINE = GOOD.count("\n") + 3  # where the parser stops
 REASON = (f"the test file does not parse ({PATH}:{BROKEN_LINE}: syntax error: invalid syntax): "

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,8 @@ import pytest
 from reports.entry import answer, plain_stats
 from reports.unread import diagnostic_lines
 from testdb.errors import Diagnostic, Severity, SourceLoc
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS
+from tests.reports.helpers import warm_stats_imports
 from tests.testdb.tdb_helpers import TESTDB, WAIVES, small_checkout
 
 
@@ -178,16 +176,6 @@ def test_diagnostic_lines(rows: list[tuple[str, int, str, str, str]], quiet: boo
 
 
 def test_the_warm_path_imports_neither_click_nor_the_records(tmp_path: Path) -> None:
-    env = {**os.environ, "TESTDB_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "reports", "--root", CORPUS, "stats"]
-    subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=REPO)
-    probe = ("import sys, io, contextlib\n"
-             "from reports.entry import answer\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             f"    code = answer(['--root', {CORPUS!r}, 'stats'])\n"
-             "heavy = {'click', 'yaml', 'networkx', 'pickle', 'testdb.index', 'testdb.model',\n"
-             "         'testdb.schedule', 'dataclasses'}\n"
-             "print(code, sorted(heavy & set(sys.modules)))\n")
-    out = subprocess.run([sys.executable, "-c", probe], env=env, check=True,
-                         capture_output=True, text=True, cwd=REPO).stdout
-    assert out.split(None, 1) == ["0", "[]\n"]
+    heavy = {"click", "yaml", "networkx", "pickle", "testdb.index", "testdb.model",
+             "testdb.schedule", "dataclasses"}
+    assert warm_stats_imports(CORPUS, tmp_path / "cache", heavy) == ("0", [])

@@ -15,19 +15,12 @@ sys.path.insert(0, str(TESTS / "testdb"))
 
 from tdb_helpers import A10_YML, TESTDB, small_checkout  # noqa: E402
 
+from tests.reports.helpers import LLAMA_CHUNKED_PREFILL  # noqa: E402
+
 PYTORCH = "accuracy/test_llm_api_pytorch.py"
 OTHER = "accuracy/test_llm_api.py"
 LLAMA = f"{PYTORCH}::TestLlama3_1_8BInstruct"
-SOURCE = '''\
-import pytest
-
-
-class TestLlama3_1_8BInstruct:
-    @pytest.mark.parametrize("attn_backend", ["TRTLLM", "FLASHINFER"],
-                             ids=["attn_backend=TRTLLM", "attn_backend=FLASHINFER"])
-    def test_chunked_prefill(self, attn_backend):
-        pass
-
+SOURCE = LLAMA_CHUNKED_PREFILL + '''
     def test_bfloat16(self):
         pass
 
