@@ -119,6 +119,11 @@ class Candidates:
 
     def _find_items(self, file_id: str, qualname: str) -> list[str]:
         parts = qualname.split(".") if qualname else []
+        if not parts and self.inventory is not None:
+            # A whole file whose ids are all known: its ids (no item built for the module tier)
+            found = self.inventory.determinate_ids(file_id)
+            if found:
+                return sorted(set(found))
         ids: list[str] = []
         if self.inventory is not None:
             listed = self.index.schedule.placements

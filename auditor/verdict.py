@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 from auditor.evidence import CAN_GUARD, LEVELS, Evidence, Level
 from auditor.guards import best
@@ -11,6 +13,7 @@ from auditor.guards import best
 INVALID = "invalid"  # a listed id that names no test in the checkout: CI ignores it
 PRE_MERGE = "pre-merge"
 UNGUARDED = "unguarded"
+_BY_ID = attrgetter("test_id")
 
 
 @dataclass(frozen=True)
@@ -43,12 +46,23 @@ def verdict_for(level: Level, best_verdict: str) -> str:
 
 def _decision(level: Level, links: list[tuple[Evidence, str]], invalid: tuple[str, ...]
               ) -> Decision:
-    pre = tuple(e.test_id for e, v in links if v == PRE_MERGE)
+    pre: list[str] = []
+    other: list[str] = []
+    for e, v in links:
+        (pre if v == PRE_MERGE else other).append(e.test_id)
+    return _decided(level, tuple(e for e, _ in links), pre, other,
+                    PRE_MERGE if pre else best([v for _, v in links]), invalid)
+
+
+def _decided(level: Level, deciding: tuple[Evidence, ...], pre: list[str], other: list[str],
+             best_verdict: str, invalid: tuple[str, ...]) -> Decision:
+    """The Decision of level ``level`` whose links ``deciding`` run pre-merge (``pre``) or
+    not (``other``), the best of their verdicts being ``best_verdict``: pre-merge guards if
+    the level can guard, weak links if not (``verdict_for``)."""
     guards = CAN_GUARD[level]
-    return Decision(level, verdict_for(level, best([v for _, v in links])),
-                    tuple(e for e, _ in links), pre if guards else (),
-                    tuple(e.test_id for e, v in links if v != PRE_MERGE), invalid,
-                    () if guards else pre)
+    return Decision(level, verdict_for(level, best_verdict), deciding,
+                    tuple(pre) if guards else (), tuple(other), invalid,
+                    () if guards else tuple(pre))
 
 
 def decide(evidence: Iterable[Evidence], effective_verdict_of: Callable[[str], str]
@@ -67,8 +81,8 @@ def decide(evidence: Iterable[Evidence], effective_verdict_of: Callable[[str], s
     level = next((lv for lv in LEVELS if lv in by_level), None)
     if level is None:
         return Decision(None, UNGUARDED, invalid=tuple(invalid))
-    links = sorted(by_level[level].values(), key=lambda ev: ev[0].test_id)
-    return _decision(level, links, tuple(invalid))
+    found = by_level[level]
+    return _decision(level, [found[t] for t in sorted(found)], tuple(invalid))
 
 
 def thin_guard(d: Decision) -> int:
@@ -81,7 +95,10 @@ def thin_guard(d: Decision) -> int:
 
 def combine(parts: Iterable[Decision]) -> Decision:
     """``decide`` over the union of several parts' links, from the parts' own decisions, when
-    no test is in two parts (a module tier judged test file by test file)."""
+    no test is in two parts (a module tier judged test file by test file): the deciding level
+    is the first any part has; its links are those parts' links, by test id; the best verdict
+    is pre-merge when any of them runs pre-merge, else the best of those parts' verdicts.
+    Computed from the parts' id lists, not link by link (a module tier has thousands)."""
     parts = list(parts)
     invalid = tuple(t for p in parts for t in p.invalid)
     levels = {p.level for p in parts}
@@ -89,7 +106,8 @@ def combine(parts: Iterable[Decision]) -> Decision:
     if level is None:
         return Decision(None, UNGUARDED, invalid=invalid)
     top = [p for p in parts if p.level == level]
-    pre = set().union(*(p.pre_merge for p in top), *(p.weak for p in top))
-    # A part's own best verdict: pre-merge when any of its links runs pre-merge.
-    links = [(e, PRE_MERGE if e.test_id in pre else p.verdict) for p in top for e in p.deciding]
-    return _decision(level, sorted(links, key=lambda ev: ev[0].test_id), invalid)
+    deciding = tuple(sorted(chain.from_iterable(p.deciding for p in top), key=_BY_ID))
+    pre = sorted(chain.from_iterable((*p.pre_merge, *p.weak) for p in top))
+    other = sorted(chain.from_iterable(p.not_pre_merge for p in top))
+    return _decided(level, deciding, pre, other,
+                    PRE_MERGE if pre else best([p.verdict for p in top]), invalid)

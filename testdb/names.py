@@ -189,6 +189,7 @@ class NameChecker:
         for p in inventory.placeholders() if files else ():
             self._placeholders.setdefault(p.file, []).append(p.base)
         self._groups: dict[str, _File] = {}
+        self._ids: dict[str, set[str]] = {}  # group(file).ids, or the same from the ids alone
         self._near: dict[tuple[str, str], list[str]] = {}
         self._memo: dict[str, NameCheck] = {}
 
@@ -206,9 +207,18 @@ class NameChecker:
         """``check(test_id).status == "invalid"``, with a fast path for an id of the
         inventory (an audit asks this of every guard, nearly all of them real ids)."""
         file = test_id.partition("::")[0]
-        if file in self._files and test_id in self.group(file).ids:
+        if file in self._files and test_id in self._real_ids(file):
             return False
         return self.check(test_id).status == INVALID
+
+    def _real_ids(self, file: str) -> set[str]:
+        """``group(file).ids``, from the inventory's ids where none of the file's items is
+        indeterminate (then no item is built)."""
+        got = self._ids.get(file)
+        if got is None:
+            known = self.inventory.determinate_ids(file)
+            got = self._ids[file] = set(known) if known is not None else self.group(file).ids
+        return got
 
     def group(self, file: str) -> _File:
         g = self._groups.get(file)

@@ -152,6 +152,12 @@ class Inventory:
             self._files = _group(self._items, lambda i: i.file)
         return tuple(self._files.get(file, ()))
 
+    def determinate_ids(self, file: str) -> list[str] | None:
+        """The ids of a file's items, placeholders left out, in inventory order; None when
+        one of them is indeterminate (its parametrizations are computed at run time)."""
+        items = [i for i in self.by_file(file) if not i.is_placeholder]
+        return None if any(i.indeterminate for i in items) else [i.nodeid for i in items]
+
     def files(self) -> tuple[str, ...]:
         if self._files is None:
             self._files = _group(self._items, lambda i: i.file)

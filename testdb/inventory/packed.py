@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from testdb.files import Records, write_records
-from testdb.inventory.model import Inventory, InventoryItem, Status
+from testdb.inventory.model import WILDCARD, Inventory, InventoryItem, Status
 from testdb.inventory.packed_rows import Prepared, entries, file_blob, prepared_blob
 from testdb.inventory.packed_rows import row as _row
 
@@ -57,9 +57,9 @@ class PackedInventory(Inventory):
     """An inventory kept as marshalled blobs per file (see the module doc). Anything that
     needs every item (iteration, ``by_function``, ``status``) builds them all, once."""
 
-    __slots__ = ("_counts", "_full", "_idsets", "_keys", "_loaded", "_n", "_odd", "_order",
-                 "_own_ids", "_own_rows", "_own_values", "_parent", "_rank", "_rebuild",
-                 "_stored", "_value_names")
+    __slots__ = ("_counts", "_determinate", "_full", "_idsets", "_keys", "_loaded", "_n",
+                 "_odd", "_order", "_own_ids", "_own_rows", "_own_values", "_parent", "_rank",
+                 "_rebuild", "_stored", "_value_names")
 
     def __init__(self, order: tuple[str, ...], rows: dict[str, bytes],
                  ids: dict[str, list[str] | bytes], values: dict[str, bytes | None],
@@ -82,6 +82,7 @@ class PackedInventory(Inventory):
         self._placeholders = tuple(placeholders)
         self._idsets: dict[str, set[str]] = {}
         self._loaded: dict[str, tuple[InventoryItem, ...]] = {}
+        self._determinate: dict[str, list[str] | None] = {}  # determinate_ids, by file
         self._full = False
         self._bases = self._functions = self._files = None
 
@@ -311,6 +312,17 @@ class PackedInventory(Inventory):
             if i.nodeid == nodeid:
                 return i
         return None
+
+    def determinate_ids(self, file: str) -> list[str] | None:
+        # From the rows, building no item: the module tier asks this of thousands of files.
+        if file in self._loaded:
+            return super().determinate_ids(file)
+        if file not in self._determinate:
+            blob = self._blob(file)
+            rows = [r for r in marshal.loads(blob) if WILDCARD not in r[3]] if blob else []
+            self._determinate[file] = (None if any(r[8] for r in rows)  # as in row()
+                                       else [r[0] for r in rows])
+        return self._determinate[file]
 
     def by_base(self, base: str) -> tuple[InventoryItem, ...]:
         return tuple(i for i in self.by_file(base.split("::", 1)[0]) if i.base == base)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from testdb.inventory import Inventory, build_static
+from testdb.inventory.packed import PackedInventory
 from testdb.names import NameChecker, rank_params
 
 SOURCE = '''
@@ -156,3 +158,21 @@ def test_work_per_name_is_bounded() -> None:
 def test_the_fast_path_agrees_with_the_check(checker: NameChecker) -> None:
     for test_id, status, _, _ in CASES:
         assert checker.is_invalid(test_id) is (status == "invalid"), test_id
+
+
+def test_the_fast_path_reads_ids_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no id of the file is computed at run time, ``is_invalid`` answers from the packed
+    inventory's ids (no item built), and still agrees with ``check``."""
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "co" / "tests" / "integration" / "defs" / FILE
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent(SOURCE).replace("compute_params()", "[1, 2]"))
+    build_static(str(tmp_path / "co"))
+    packed = build_static(str(tmp_path / "co"))  # warm: the packed cache form
+    assert isinstance(packed, PackedInventory)
+    fast = NameChecker(packed)
+    assert fast.is_invalid(f"{BASE}[attn_backend=TRTLLM-cuda_graph=False]") is False
+    assert not packed._loaded  # answered from the ids
+    slow = NameChecker(build_static(str(tmp_path / "co"), cache=False))
+    for test_id, *_ in CASES:
+        assert fast.is_invalid(test_id) is (slow.check(test_id).status == "invalid"), test_id

@@ -221,3 +221,14 @@ def test_verdict_counts_cover_every_id() -> None:
     assert set(verdicts) <= {"pre-merge", "gated", "post-merge-only", "qa-only", "waived",
                              "unscheduled"}
     assert verdicts["pre-merge"] > 100 and verdicts["qa-only"] > 1000
+
+
+def test_placements_get_and_contains(tmp_path: Path) -> None:
+    """``get`` answers as Mapping's would (an audit asks it of thousands of unlisted ids)."""
+    placements = load(str(small_checkout(tmp_path, {}))).schedule.placements
+    listed = next(iter(placements))
+    assert placements.get(listed) == placements[listed] and listed in placements
+    assert placements.get("no.py::test_none") is None and "no.py::test_none" not in placements
+    assert placements.get("no.py::test_none", ()) == ()
+    with pytest.raises(KeyError):
+        placements["no.py::test_none"]

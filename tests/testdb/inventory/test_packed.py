@@ -129,3 +129,35 @@ def test_updating_file_by_file_equals_packing_afresh(eager: Inventory) -> None:
         assert {v: marshal.loads(b) for v, b in got_state[5].items()} == {
             v: marshal.loads(b) for v, b in want_state[5].items()}, step
         assert_same(inv, Inventory([i for f in order for i in current[f]]))
+
+
+MIXED = '''
+import pytest
+
+@pytest.mark.parametrize("x", compute())
+def test_runtime(x):
+    pass
+
+def test_plain():
+    pass
+'''
+
+
+def test_determinate_ids_from_the_rows_alone(eager: Inventory) -> None:
+    """A file's ids when every one is known, None when one is computed at run time: the
+    packed answer (read from the rows, building no item) equals the eager one."""
+    mixed = scan_source(MIXED, "mixed/test_mixed.py")
+    broken = scan_source("def (\n", "bad/test_bad.py")
+    inv = eager.without_files(set(), [*mixed, *broken])
+    packed = packed_from(inv)
+    for f in inv.files():
+        assert packed.determinate_ids(f) == inv.determinate_ids(f), f
+    assert not packed._loaded  # no file's items were built
+    assert inv.determinate_ids("mixed/test_mixed.py") is None
+    assert inv.determinate_ids("bad/test_bad.py") == []  # only a placeholder
+    plain = eager.files()[0]
+    assert inv.determinate_ids(plain) == [i.nodeid for i in eager.by_file(plain)]
+    assert packed.determinate_ids("no/such.py") == inv.determinate_ids("no/such.py") == []
+    # once items are built, the answer is the same
+    packed.by_file("mixed/test_mixed.py")
+    assert packed.determinate_ids("mixed/test_mixed.py") is None
