@@ -23,7 +23,6 @@ from auditor.path_rules import PathRule, find_rules
 from auditor.suggest import suggest
 from testdb.botcmd import BotCommand
 from testdb.index import Index
-from testdb.query import match_ids
 
 LISTS_DIR = "tests/integration/test_lists/"
 
@@ -120,6 +119,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None,
 def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Audit
                 ) -> BehaviourResult:
     """A non-Python file a path rule links: its guards are the tests the rule names."""
+    from testdb.query import match_ids  # here: most audits have no path rule to match
+
     b = Behaviour(fc.path, "", "<file>", "file", fc.status if fc.status != "renamed"
                   else "modified", 1, tuple(sorted(fc.added)), tuple(sorted(fc.removed)), ())
     links: dict[str, Evidence] = {}

@@ -105,7 +105,9 @@ def combine(parts: Iterable[Decision]) -> Decision:
     level = next((lv for lv in LEVELS if lv in levels), None)
     if level is None:
         return Decision(None, UNGUARDED, invalid=invalid)
-    top = [p for p in parts if p.level == level]
+    # Parts in the order of their first ids: for test files' parts, whose ids do not
+    # interleave, each list below is then sorted already and sorting only checks it.
+    top = sorted((p for p in parts if p.level == level), key=lambda p: p.deciding[0].test_id)
     deciding = tuple(sorted(chain.from_iterable(p.deciding for p in top), key=_BY_ID))
     pre = sorted(chain.from_iterable((*p.pre_merge, *p.weak) for p in top))
     other = sorted(chain.from_iterable(p.not_pre_merge for p in top))

@@ -85,7 +85,7 @@ def plan_tree(opts: Any, sha: str, rules: str | None) -> Iterator[tuple[Any, str
     which may be at another commit or dirty. A --stages/--triggers/--platform-facts/--rules
     path inside the checkout is read from that tree too; one outside it as given."""
     from auditor.replay.gitsource import git, scratch, tree_of
-    from auditor.replay.worker import ReplayOptions, trees_dir
+    from auditor.replay.options import ReplayOptions, trees_dir
     from reports.common import require_test_lists
     from testdb.index import load
 

@@ -87,8 +87,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
           --budget-minutes 60
     """
     from auditor.replay.analysis import analyze
+    from auditor.replay.options import ReplayOptions
     from auditor.replay.runner import replay as run_replay
-    from auditor.replay.worker import ReplayOptions
     from reports.render_replay import replay_json, replay_text
     from testdb.errors import UsageError
 

@@ -6,6 +6,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from auditor.replay.options import ReplayOptions
 from auditor.replay.outcomes import Outcomes, read_outcomes
 from auditor.replay.promotion import PromotionPlan, plan_promotions
 from auditor.replay.runner import ReplayRun
@@ -18,7 +19,7 @@ from auditor.replay.scoring import (
     score,
 )
 from auditor.replay.totals import LeanedOn, Point, Totals, leaned_on, share_series, totals
-from auditor.replay.worker import ReplayOptions, plan_at
+from auditor.replay.worker import plan_at
 from testdb.errors import UsageError
 
 

@@ -9,9 +9,10 @@ import os
 
 import testdb
 from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
+from auditor.replay.options import replay_dir
 from testdb.errors import InputError
 from testdb.files import prune, read_cache, write_cache
-from testdb.stamp import cache_dir, code_stamp
+from testdb.stamp import code_stamp
 
 _PACKAGES = ("testdb", "testdb/inventory", "auditor", "auditor/replay")
 # Records kept (a few KB each), the newest written; every change of the tool's code or of the
@@ -24,10 +25,6 @@ def _code() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     top = os.path.dirname(os.path.dirname(here))
     return "|".join(code_stamp(os.path.join(top, p)) for p in _PACKAGES)
-
-
-def replay_dir() -> str:
-    return os.path.join(cache_dir(), "replay")
 
 
 class RecordCache:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from auditor.replay.cache import RecordCache
 from auditor.replay.gitsource import CommitInfo, first_parent_commits, git
 from auditor.replay.model import CommitRecord
-from auditor.replay.worker import CommitAuditor, ReplayOptions
+from auditor.replay.options import ReplayOptions
+from auditor.replay.worker import CommitAuditor
 from testdb.errors import UsageError
 
 # (records done so far, commits in all, the record just done, whether it came from the cache)

@@ -4,80 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from auditor.replay.gitsource import CommitInfo, ScratchTree, repo_key
+from auditor.replay.gitsource import CommitInfo, ScratchTree
 from auditor.replay.model import CommitRecord
+from auditor.replay.options import ReplayOptions, trees_dir
 from auditor.replay.record import commit_record, failed_record, root_record, waive_changes
 from testdb.errors import InputError, TestDbError
-from testdb.files import read_text
 
 WAIVES = "tests/integration/test_lists/waives.txt"
 _TEST_DIRS = ("tests/integration/defs/", "tests/unittest/")
 _INDEX_MEMO = 4
-
-
-@dataclass(frozen=True)
-class ReplayOptions:
-    """What besides the commit decides an audit. A given file inside the repository is read
-    from each commit's own tree (``in_tree``); one outside it is the same file throughout."""
-
-    stages: str | None = None
-    triggers: str | None = None
-    platform_facts: str | None = None
-    rules: str | None = None
-    in_tree: tuple[str, ...] = ()  # which of the four are paths relative to the tree
-
-    @classmethod
-    def given(cls, repo: str, **paths: str | None) -> ReplayOptions:
-        base = os.path.realpath(repo)
-        out: dict[str, str | None] = {}
-        inside: list[str] = []
-        for name, p in paths.items():
-            if p is None:
-                out[name] = None
-                continue
-            full = os.path.realpath(p)
-            rel = os.path.relpath(full, base)
-            if rel.startswith(".."):
-                out[name] = full
-            else:
-                out[name] = rel.replace(os.sep, "/")
-                inside.append(name)
-        return cls(stages=out.get("stages"), triggers=out.get("triggers"),
-                   platform_facts=out.get("platform_facts"), rules=out.get("rules"),
-                   in_tree=tuple(sorted(inside)))
-
-    def path(self, name: str, root: str) -> str | None:
-        p: str | None = getattr(self, name)
-        if p is None:
-            return None
-        return os.path.join(root, p) if name in self.in_tree else p
-
-    def key(self) -> str:
-        """Distinguishes cached records: in-tree paths by name (their text is in the commit),
-        outside files by content."""
-        h = hashlib.sha256()
-        for name in ("stages", "triggers", "platform_facts", "rules"):
-            p = getattr(self, name)
-            h.update(f"{name}={p}|".encode())
-            if p is not None and name not in self.in_tree:
-                try:
-                    h.update(read_text(p).encode("utf-8"))
-                except TestDbError as exc:
-                    h.update(str(exc).encode())
-        return h.hexdigest()
-
-
-def trees_dir(repo: str) -> str:
-    from auditor.replay.cache import replay_dir
-
-    return os.path.join(replay_dir(), "trees", repo_key(repo))
 
 
 class CommitAuditor:

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from auditor.replay.analysis import analyze
+from auditor.replay.options import ReplayOptions
 from auditor.replay.promotion import runs_for
 from auditor.replay.runner import replay
-from auditor.replay.worker import ReplayOptions, plan_at
+from auditor.replay.worker import plan_at
 from reports.render_replay import replay_json
 from tests.conftest import REPO
 
