@@ -17,6 +17,7 @@ from auditor.evidence import Evidence, parameter_rank, parameter_reason, stronge
 from auditor.graph import ImportGraph, build_graph
 from auditor.guards import _ORDER, GuardLocator
 from auditor.model import TIERS, Guard
+from auditor.part_memo import Part, PartMemo, module_links
 from auditor.verdict import Decision, combine, decide, thin_guard
 from testdb.botcmd import BotCommand
 from testdb.pipeline import pr_stages
@@ -66,8 +67,12 @@ class Auditor(Candidates):
         super().__init__(index, change.root, graph, inventory, texts)
         from testdb.inventory.cache import default_cache_dir
 
-        self.locator = GuardLocator.build(index, self.pipeline, self.inventory,
-                                          str(default_cache_dir()))
+        cache_dir = str(default_cache_dir())
+        self.locator = GuardLocator.build(index, self.pipeline, self.inventory, cache_dir)
+        # The module tier's file parts of earlier audits of this plan and pipeline.
+        self._memo = (PartMemo.open(cache_dir, index.key, self.pipeline.started,
+                                    self.inventory.file_key)
+                      if getattr(index, "key", "") and self.inventory is not None else None)
         self.coverage = coverage
         self.common_tokens: set[str] = set()
         self._guards: dict[Evidence, Guard] = {}
@@ -76,12 +81,15 @@ class Auditor(Candidates):
         self._module_tier: dict[tuple[str, int | None], list[Evidence]] = {}
         self._module_counts: dict[str, int] = {}
         self._module_judgements: dict[str, Judgement] = {}
-        self._file_parts: dict[str, tuple[Decision, list[tuple[int, str]], frozenset[str]]] = {}
+        self._file_parts: dict[str, Part] = {}
         self._effective: dict[str, str] = {}
 
     def save(self) -> None:
-        """Keep what this audit learnt that the next one can use (unit-test selections)."""
+        """Keep what this audit learnt that the next one can use (unit-test selections, the
+        module tier's file parts)."""
         self.locator.save()
+        if self._memo is not None:
+            self._memo.save()
 
     # ---- the judgement -----------------------------------------------------------------------
     def judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
@@ -133,22 +141,29 @@ class Auditor(Candidates):
         shown = sorted((self._module_link(tid, dist) for _, tid, dist in top),
                        key=lambda e: e.test_id)
         guards = {"module": [self.guard(e) for e in shown]} if shown else {}
-        counts = {"module": self._module_count(module)} if shown else {}
+        # Every id of each file once (_module_count's figure, without asking for the ids again):
+        # a part decides on all of its file's ids but those that name no test.
+        per_file = {fid: len(p[0].deciding) + len(p[0].invalid)
+                    for (_, fid), p in zip(files, parts, strict=True)}
+        counts = {"module": sum(per_file.values())} if shown else {}
         return Judgement(decision, guards, counts, sorted(set().union(*(p[2] for p in parts))))
 
-    def _file_part(self, file_id: str
-                   ) -> tuple[Decision, list[tuple[int, str]], frozenset[str]]:
+    def _file_part(self, file_id: str) -> Part:
         """One test file's module-tier links judged once, whatever module reaches it: their
         decision (links without the distance, which differs per module), the ids worth
         showing (with their verdict's order: pre-merge first), and the stages of those not
         pre-merge."""
         if file_id not in self._file_parts:
-            links = [Evidence(t, "module", 1, "imports the changed module")
-                     for t in self.items_of(file_id, "")]
-            d = decide(links, self.effective)
-            top = heapq.nsmallest(MAX_SHOWN_GUARDS, ((_ORDER.get(self.effective(e.test_id), 99),
-                                                      e.test_id) for e in d.deciding))
-            self._file_parts[file_id] = (d, top, frozenset(self._stages(d)))
+            part = self._memo.get(file_id) if self._memo is not None else None
+            if part is None:
+                d = decide(module_links(self.items_of(file_id, "")), self.effective)
+                top = heapq.nsmallest(MAX_SHOWN_GUARDS,
+                                      ((_ORDER.get(self.effective(e.test_id), 99), e.test_id)
+                                       for e in d.deciding))
+                part = (d, top, frozenset(self._stages(d)))
+                if self._memo is not None:
+                    self._memo.put(file_id, part)
+            self._file_parts[file_id] = part
         return self._file_parts[file_id]
 
     def _module_files(self, module: str) -> list[tuple[int, str]]:

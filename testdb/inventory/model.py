@@ -152,6 +152,11 @@ class Inventory:
             self._files = _group(self._items, lambda i: i.file)
         return tuple(self._files.get(file, ()))
 
+    def file_key(self, file: str) -> str | None:
+        """What a file's items were built from, where the inventory keeps it (the packed
+        cache form does); None here: an inventory built in memory keeps no keys."""
+        return None
+
     def determinate_ids(self, file: str) -> list[str] | None:
         """The ids of a file's items, placeholders left out, in inventory order; None when
         one of them is indeterminate (its parametrizations are computed at run time)."""

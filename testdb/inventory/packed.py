@@ -57,9 +57,9 @@ class PackedInventory(Inventory):
     """An inventory kept as marshalled blobs per file (see the module doc). Anything that
     needs every item (iteration, ``by_function``, ``status``) builds them all, once."""
 
-    __slots__ = ("_counts", "_determinate", "_full", "_idsets", "_keys", "_loaded", "_n",
-                 "_odd", "_order", "_own_ids", "_own_rows", "_own_values", "_parent", "_rank",
-                 "_rebuild", "_stored", "_value_names")
+    __slots__ = ("_counts", "_determinate", "_file_index", "_full", "_idsets", "_keys",
+                 "_loaded", "_n", "_odd", "_order", "_own_ids", "_own_rows", "_own_values",
+                 "_parent", "_rank", "_rebuild", "_stored", "_value_names")
 
     def __init__(self, order: tuple[str, ...], rows: dict[str, bytes],
                  ids: dict[str, list[str] | bytes], values: dict[str, bytes | None],
@@ -83,6 +83,7 @@ class PackedInventory(Inventory):
         self._idsets: dict[str, set[str]] = {}
         self._loaded: dict[str, tuple[InventoryItem, ...]] = {}
         self._determinate: dict[str, list[str] | None] = {}  # determinate_ids, by file
+        self._file_index: dict[str, dict[str, InventoryItem]] = {}  # get(), by file
         self._full = False
         self._bases = self._functions = self._files = None
 
@@ -142,7 +143,7 @@ class PackedInventory(Inventory):
 
     def blob_for(self, file: str, key: str) -> bytes | None:
         """The file's blob when it was built from ``key`` (the file is unchanged)."""
-        return self._blob(file) if self._key(file) == key else None
+        return self._blob(file) if self.file_key(file) == key else None
 
     # -- where each blob is -------------------------------------------------------------------
     def _blob(self, file: str) -> bytes | None:
@@ -194,14 +195,19 @@ class PackedInventory(Inventory):
                                         lambda: self._value(value))
         return blob
 
-    def _key(self, file: str) -> str | None:
+    def file_key(self, file: str) -> str | None:
+        """What the file's blob was built from (its content and the scan's configuration:
+        ``testdb.inventory.cache.file_key``), or None: not a file of this inventory, or a
+        blob given without a key (a test file changed by a diff, scanned from its text)."""
         if file not in self._rank:
             return None
         if self._keys is None:  # stored: all the keys are one record
             self._keys = self._read(lambda s: s.keys, True, lambda: self._keys)
         if file in self._keys:
             return self._keys[file]
-        return self._parent._key(file) if self._parent is not None else None
+        if file in self._own_rows or self._parent is None:
+            return None  # this blob is not the parent's: its key is not either
+        return self._parent.file_key(file)
 
     def _read(self, record: Callable[[_Stored], int], decode: bool, again: Callable[[], Any]
               ) -> Any:
@@ -236,7 +242,7 @@ class PackedInventory(Inventory):
         rows = {f: self._blob(f) or b"" for f in self._order}
         ids: dict[str, list[str] | bytes] = {f: self._ids_blob(f) for f in self._order}
         values: dict[str, bytes | None] = {v: self._value(v) for v in self._value_names}
-        keys = {f: k for f in self._order if (k := self._key(f)) is not None}
+        keys = {f: k for f in self._order if (k := self.file_key(f)) is not None}
         return PackedInventory(self._order, rows, ids, values, set(self._value_names),
                                dict(self._counts), dict(self._odd), self._placeholders, keys,
                                self._n)
@@ -255,7 +261,7 @@ class PackedInventory(Inventory):
         values = {v: b for v in self._value_names if (b := self._value(v)) is not None}
         return ({f: self._blob(f) for f in self._order}, ids, spans,
                 [_row(p) for p in self._placeholders], dict(self._counts), values,
-                dict(self._odd), {f: k for f in self._order if (k := self._key(f))})
+                dict(self._odd), {f: k for f in self._order if (k := self.file_key(f))})
 
     @classmethod
     def from_state(cls, state: tuple[Any, ...]) -> PackedInventory:
@@ -271,7 +277,7 @@ class PackedInventory(Inventory):
         for f in self._order:
             records += [self._blob(f) or b"", self._ids_blob(f)]
         records += [self._value(v) or b"" for v in values]
-        records.append(marshal.dumps({f: k for f in self._order if (k := self._key(f))}))
+        records.append(marshal.dumps({f: k for f in self._order if (k := self.file_key(f))}))
         meta = marshal.dumps((FORMAT, self._order, values, dict(self._counts),
                               dict(self._odd), [_row(p) for p in self._placeholders], self._n))
         write_records(path, meta, records, keep=keep)
@@ -308,10 +314,10 @@ class PackedInventory(Inventory):
 
     def get(self, nodeid: str) -> InventoryItem | None:
         file = self._odd.get(nodeid) or nodeid.split("::", 1)[0]
-        for i in self.by_file(file):
-            if i.nodeid == nodeid:
-                return i
-        return None
+        by_id = self._file_index.get(file)
+        if by_id is None:  # an audit asks for every id of a unit-test file: one dict per file
+            by_id = self._file_index[file] = {i.nodeid: i for i in self.by_file(file)}
+        return by_id.get(nodeid)
 
     def determinate_ids(self, file: str) -> list[str] | None:
         # From the rows, building no item: the module tier asks this of thousands of files.

@@ -161,3 +161,17 @@ def test_determinate_ids_from_the_rows_alone(eager: Inventory) -> None:
     # once items are built, the answer is the same
     packed.by_file("mixed/test_mixed.py")
     assert packed.determinate_ids("mixed/test_mixed.py") is None
+
+
+def test_a_blob_given_without_a_key_has_none() -> None:
+    """A file rescanned from a diff's text is not what its parent's key was built from."""
+    keys = {"a/test_a.py": "key-a", "a/test_b.py": "key-b"}
+    blobs = {f: file_blob(scan_source(CHANGED, f)) for f in keys}
+    base = PackedInventory.from_blobs(blobs, keys=keys)
+    stored = PackedInventory.from_state(marshal.loads(marshal.dumps(base.state())))
+    for inv in (base, stored):
+        assert [inv.file_key(f) for f in keys] == ["key-a", "key-b"]
+        over = inv.without_files({"a/test_a.py"}, scan_source(MIXED, "a/test_a.py"))
+        assert over.file_key("a/test_a.py") is None and over.file_key("a/test_b.py") == "key-b"
+        assert over.file_key("no/such.py") is None
+    assert Inventory(scan_source(CHANGED, "a/test_a.py")).file_key("a/test_a.py") is None
