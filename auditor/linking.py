@@ -3,11 +3,9 @@ symbol, declared, module), each returning Evidence; the verdict is auditor.verdi
 
 from __future__ import annotations
 
-import gc
 import heapq
 import itertools
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from auditor.behaviour import Behaviour
@@ -20,6 +18,7 @@ from auditor.model import TIERS, Guard
 from auditor.part_memo import Part, PartMemo, module_links
 from auditor.verdict import Decision, combine, decide, thin_guard
 from testdb.botcmd import BotCommand
+from testdb.gcpause import gc_paused
 from testdb.pipeline import pr_stages
 
 __all__ = ["MAX_FINDING_GUARDS", "MAX_TOKEN_PARAMS", "Auditor", "Judgement", "source_path",
@@ -60,7 +59,7 @@ class Auditor(Candidates):
         texts = {f.new_path: f.new_text for f in change.files
                  if f.new_path and f.new_text is not None}
         gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
-        with gc_paused():  # the graph and the inventory live as long as the Auditor too
+        with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
             graph = graph or build_graph(change.root, texts, exclude=gone)
             inventory = (inventory if inventory is not None
                          else _static_inventory(change.root, texts, gone))
@@ -95,7 +94,7 @@ class Auditor(Candidates):
     def judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
         """The evidence of every tier, and the decision it supports. With no specific link
         the module tier decides; that depends only on the module, so it is judged once."""
-        with gc_paused():
+        with gc_paused(freeze=True):
             return self._judge(b, changed_test_ids)
 
     def _judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
@@ -302,23 +301,6 @@ def _tagged(keys: list[tuple[int, str]], dist: int) -> Iterator[tuple[int, str, 
     """A file's shown ids (in order) with the distance of the module that reaches it."""
     for order, tid in keys:
         yield order, tid, dist
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic GC paused while judging: it makes ~10^5 records, none in a cycle, that live
-    as long as the Auditor's memos, and each collection would walk those that survived so far
-    (a tenth of a warm audit). They are frozen afterwards, as the CLI freezes the loaded index:
-    else the first collection after would walk them all once more. Refcounting still frees
-    them when the Auditor goes."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.enable()
 
 
 def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import gc
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
+from testdb.gcpause import gc_paused
 from testdb.sources import DEFS_DIR as DEFS_DIR  # the layout, re-exported from here
 from testdb.sources import DURATIONS as DURATIONS
 from testdb.sources import GROOVY as GROOVY
@@ -148,7 +148,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
         read = read or read_all(src)
         key = read[3]
     if use_cache:
-        with _gc_paused():
+        with gc_paused():
             cached = _cache_get(key)
         if cached is not None:
             cached.key = key
@@ -156,7 +156,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
     texts, hashes, read_errors, key = read or read_all(src)
     from testdb.schedule import build_schedule  # schedule imports this module
 
-    with _gc_paused():
+    with gc_paused():
         index = _parse(src, texts, read_errors)
         index.files = hashes
         index.schedule = build_schedule(index)
@@ -182,19 +182,6 @@ def read_all(src: Sources) -> Read:
                                           "unreadable"))
     hashes = {rel: sha256_text(t) for rel, t in texts.items()}
     return texts, hashes, read_errors, _cache_key(src, hashes, read_errors)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Building or unpickling tens of thousands of small acyclic records is much faster
-    without the cyclic GC walking them over and over; nothing here makes garbage cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Index:

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import gc
 import hashlib
 import marshal
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, overload
 
 from testdb.errors import InputError
 from testdb.files import read_cache, write_cache
+from testdb.gcpause import gc_paused
 from testdb.inventory.cache import FileCache, file_key
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
@@ -128,21 +127,8 @@ def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
     ``workers``: processes for scanning uncached files (default: the CPU count, when there
     are enough files to pay for starting them).
     """
-    with _gc_paused():
+    with gc_paused():
         return _build(root, dirs, config, cache, workers)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC: a scan allocates ~10^6 acyclic objects (AST nodes, items) and
-    each full collection would walk all that survived so far; reference counting frees them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
