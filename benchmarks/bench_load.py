@@ -55,7 +55,7 @@ def median_of(runs: int, fn: Callable[[], None], before: Callable[[], None] | No
 
 def testdb_command(given: str | None) -> list[str]:
     """``--testdb``, else ``python -m reports`` from this checkout: what the console script
-    runs (``reports.entry:main``), without a version manager's shim or a console script
+    runs (``reports.entry:console``), without a version manager's shim or a console script
     installed from an older entry point."""
     return given.split() if given else [sys.executable, "-m", "reports"]
 

@@ -1,5 +1,5 @@
 """``python -m reports``: the ``testdb`` command without an installed console script."""
 
-from reports.entry import main
+from reports.entry import console
 
-main()
+console()

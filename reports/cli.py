@@ -103,7 +103,8 @@ def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
 
 def main(argv: list[str] | None = None) -> None:
     """The command line in-process, as the console script runs it (``reports.entry.main``: a
-    warm answer when one is cached, else ``run``)."""
+    warm answer when one is cached, else ``run``; the script then exits without the
+    interpreter's teardown, ``reports.entry.console``)."""
     from reports.entry import main as entry_main
 
     entry_main(argv)
