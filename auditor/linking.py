@@ -71,7 +71,7 @@ class Auditor(Candidates):
         # The module tier's file parts of earlier audits of this plan and pipeline.
         self._memo = (PartMemo.open(cache_dir, index.key, self.pipeline.started,
                                     self.inventory.file_key)
-                      if getattr(index, "key", "") and self.inventory is not None else None)
+                      if index.key and self.inventory is not None else None)
         self.coverage = coverage
         self.common_tokens: set[str] = set()
         self._guards: dict[Evidence, Guard] = {}

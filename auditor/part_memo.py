@@ -74,15 +74,14 @@ class PartMemo:
                 pass
         return cls(path, parts, key_of)
 
-    def get(self, file_id: str, links: Callable[[Iterable[str]], list[Evidence]] = module_links
-            ) -> Part | None:
+    def get(self, file_id: str) -> Part | None:
         """The file's part, when it was judged from the items the file has now."""
         entry = self._parts.get(file_id)
         if entry is None or entry[0] != self._key_of(file_id):
             return None
         try:
             verdict, decided, deciding, pre, other, invalid, weak, top, stages = entry[1]
-            d = Decision(MODULE if decided else None, verdict, tuple(links(deciding)), pre,
+            d = Decision(MODULE if decided else None, verdict, tuple(module_links(deciding)), pre,
                          other, invalid, weak)
             return d, [(int(o), str(t)) for o, t in top], frozenset(stages)
         except (TypeError, ValueError):  # a layout this code does not know: judged afresh
