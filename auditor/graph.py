@@ -166,7 +166,10 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
         except OSError:
             continue
         digests[rel] = _GraphCache.digest(data).hex()
-        if (texts is not None and rel in texts) or (exclude and rel in exclude):
+        # A head-side text equal to the file is the file (``audit --head`` judges in a tree
+        # of the head commit): scanned, or read from the cache, with the others.
+        if (texts is not None and rel in texts and not _same(texts[rel], data)) or (
+                exclude and rel in exclude):
             continue
         infos[rel] = cache.get(rel, data) if cache else None
         if infos[rel] is None:
@@ -180,7 +183,7 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
         cache.save()
     scanned = {rel: i for rel, i in infos.items() if i is not None}
     for rel, text in (texts or {}).items():
-        if rel.endswith(".py"):
+        if rel.endswith(".py") and rel not in infos:
             scanned[rel] = scan_module(rel, text)
     graph = _networkx_graph(scanned)
     if stamp is not None and len(digests) == len(files):
@@ -213,6 +216,13 @@ def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:
                 g.add_edge(info.module, target)
     return ImportGraph(g, modules, {i.path: i for i in scanned.values()},
                        {n: list(g.predecessors(n)) for n in g})
+
+
+def _same(text: str, data: bytes) -> bool:
+    try:
+        return text.encode("utf-8") == data
+    except UnicodeEncodeError:  # a lone surrogate: not what any file holds
+        return False
 
 
 def _scan_bytes(job: tuple[str, bytes]) -> ModuleInfo:

@@ -132,3 +132,27 @@ def test_a_warm_graph_imports_no_networkx_and_reads_no_source(tmp_path: Path) ->
     out = subprocess.run([sys.executable, "-c", probe], env=env, check=True, cwd=REPO,
                          capture_output=True, text=True).stdout
     assert out.split() == ["True", "False", "[]"]
+
+
+def test_a_text_equal_to_its_file_is_the_file(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``audit --head`` passes the head side's texts for a tree that already holds them: such
+    a text is scanned (or read from the scan cache) with the other files, never one by one in
+    the main process; a text that differs is still what the graph is built from."""
+    import auditor.graph
+
+    root = example_tree(tmp_path)
+    build_graph(str(root))  # fills the scan cache
+    same = {CREATOR: (root / CREATOR).read_text()}
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("scanned in the main process")
+
+    with monkeypatch.context() as m:
+        m.setattr(auditor.graph, "scan_module", refuse)
+        got = build_graph(str(root), same)  # another change key: not the plain form's
+    assert got.graph is not None
+    assert answers(got) == answers(build_graph(str(root), same, use_cache=False))
+    differs = {CREATOR: HEAD_TEXT + "\nimport tensorrt_llm.llmapi\n"}
+    info = build_graph(str(root), differs).by_path[CREATOR]
+    assert "tensorrt_llm.llmapi" in info.imports
