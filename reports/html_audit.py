@@ -10,9 +10,20 @@ from reports.comment import decided_words, guards_by_id
 from reports.render_audit import cost_text
 from testdb.schedule import VERDICTS
 
+WEAK_LINK = "weak-link"  # runs pre-merge, guards nothing (auditor.evidence.CAN_GUARD)
+
 
 def _cost(s: dict[str, Any]) -> str:
     return cost_text(s) if s else ""
+
+
+def shown_verdict(b: dict[str, Any], g: dict[str, Any]) -> str:
+    """A deciding guard's verdict as the report draws it: a link of a level that cannot guard
+    (only imports the module, only shares a value) that runs pre-merge is a ``weak-link``, never
+    drawn as a pre-merge guard of a behaviour that is unguarded."""
+    v = str(g.get("effective", "?"))
+    weak = (b.get("decided_by") or {}).get("can_guard") is False
+    return WEAK_LINK if weak and v == "pre-merge" else v
 
 
 def _href(where: dict[str, list[Any]], test_id: str, via: str = "") -> str | None:
@@ -40,7 +51,7 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
     behaviours = [{"function": b["function"], "path": b["path"], "line": b["line"],
                    "verdict": b["verdict"], "tier": b.get("tier") or "none",
                    "evidence": _evidence_words(b),
-                   "guards": [guard(g["test_id"], g)
+                   "guards": [{**guard(g["test_id"], g), "verdict": shown_verdict(b, g)}
                               for g in b["guards"].get(b.get("tier") or "", [])
                               if g.get("decides") is not False]}  # weaker ranks: context
                   for b in audit["behaviours"]]
@@ -49,7 +60,8 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
     return {"sentence": audit["summary"]["sentence"],
             "status": "bad" if audit["summary"]["errors"] else "ok",
             "findings": findings, "behaviours": behaviours,
-            "chart": charts.guards_chart(behaviours, VERDICTS),
+            "chart": charts.guards_chart(behaviours, (VERDICTS[0], WEAK_LINK, *VERDICTS[1:])),
+            "weak_links": any(g["verdict"] == WEAK_LINK for b in behaviours for g in b["guards"]),
             "bot": sug.get("command", ""),
             "bot_cost": _cost(sug),
             "bot_alternative": (sug.get("alternative") or {}).get("command", ""),

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import pytest
 
 from auditor.promote import _unsplit
-from reports import charts, html
+from reports import charts, html, html_audit
 from reports.html import REPORT_SCHEMA, build_view, generate, split_test_id
 from testdb.errors import UsageError
 from testdb.index import load
@@ -295,3 +295,29 @@ def test_a_listed_id_that_names_no_test_is_invalid_not_pre_merge(tmp_path: Path)
     view = build_view(load(str(CORPUS)))
     assert {t["verdict"]: t["count"] for t in view.page["totals"]}["invalid"] == 0
     assert "not checked against sources" in view.page["names"]
+
+
+def test_a_weak_link_is_never_drawn_as_a_pre_merge_guard(tmp_path: Path) -> None:
+    """A behaviour decided by a level that cannot guard (only imports, only a shared value)
+    is unguarded even where its links run pre-merge: the chart and the table show those links
+    as weak links, not in the pre-merge green."""
+    audit = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    [b] = audit["behaviours"]
+    b["tier"], b["verdict"] = "declared", "unguarded"
+    b["decided_by"] = {"tier": "declared", "rank": 1, "title": "x", "guards": 2,
+                       "can_guard": False}
+    view = html_audit.audit_view(audit, {})
+    [row] = view["chart"]["rows"]
+    assert {s.cls: s.value for s in row["segments"]} == {"f-weak-link": 1, "f-gated": 1}
+    assert [g["verdict"] for g in view["behaviours"][0]["guards"]] == ["gated", "weak-link"]
+    assert view["weak_links"]
+    generate(load(str(EXAMPLE)), str(tmp_path / "r"), audit)
+    index = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    at = index.index('id="guards-chart"')
+    guards = index[at:index.index("</svg>", at)]
+    assert "f-weak-link" in guards and "f-pre-merge" not in guards
+    assert "its evidence cannot guard" in index
+    # the same audit where the level can guard draws its pre-merge guard as one
+    b["decided_by"]["can_guard"] = True
+    [row] = html_audit.audit_view(audit, {})["chart"]["rows"]
+    assert {s.cls: s.value for s in row["segments"]} == {"f-pre-merge": 1, "f-gated": 1}
