@@ -15,7 +15,7 @@ import marshal
 import os
 import pickle
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -147,13 +147,22 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
     ``exclude`` drops files (both describe the head side of a change). Scans are cached by
     file content, so a large checkout is parsed once; the graph of an unchanged tree and the
     same change is read from its plain form."""
+    return start_graph(root, texts, exclude, use_cache=use_cache)()
+
+
+def start_graph(root: str, texts: dict[str, str] | None = None,
+                exclude: set[str] | None = None, *, use_cache: bool = True
+                ) -> Callable[[], ImportGraph]:
+    """``build_graph`` in two steps: this reads the tree and starts the scans of the modules
+    the cache lacks (in worker processes, when many); the function returned collects them and
+    builds the graph. Between the two the caller can do other work."""
     stamp = _tree_stamp(root) if use_cache else None
     hit = stamp.check() if stamp is not None else None
     change = _change_key(texts, exclude)
     if hit is not None:
         plain = _read_plain(_plain_path(hit[1], change))
         if plain is not None:
-            return plain
+            return lambda: plain
     dirs, files = _walk(root)
     infos: dict[str, ModuleInfo | None] = {}
     cache = _GraphCache(root) if use_cache else None
@@ -174,26 +183,32 @@ def build_graph(root: str, texts: dict[str, str] | None = None,
         infos[rel] = cache.get(rel, data) if cache else None
         if infos[rel] is None:
             misses.append((rel, data))
-    # A cold checkout has thousands of modules to parse: in worker processes when that many.
-    for (rel, data), info in zip(misses, parallel_map(_scan_bytes, misses), strict=True):
-        infos[rel] = info
+    # A cold checkout has thousands of modules to parse: in worker processes when that many,
+    # started now and collected by finish().
+    results = parallel_map(_scan_bytes, misses)
+
+    def finish() -> ImportGraph:
+        for (rel, data), info in zip(misses, results, strict=True):
+            infos[rel] = info
+            if cache:
+                cache.put(rel, data, info)
         if cache:
-            cache.put(rel, data, info)
-    if cache:
-        cache.save()
-    scanned = {rel: i for rel, i in infos.items() if i is not None}
-    for rel, text in (texts or {}).items():
-        if rel.endswith(".py") and rel not in infos:
-            scanned[rel] = scan_module(rel, text)
-    graph = _networkx_graph(scanned)
-    if stamp is not None and len(digests) == len(files):
-        tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
-                              .encode()).hexdigest()
-        _write_plain(_plain_path(tree, change), graph)
-        where = {rel: path for rel, path, _ in files}
-        stamp.write(dirs, [(path, st) for _, path, st in files],
-                    {where[r]: d for r, d in digests.items()}, {}, tree)
-    return graph
+            cache.save()
+        scanned = {rel: i for rel, i in infos.items() if i is not None}
+        for rel, text in (texts or {}).items():
+            if rel.endswith(".py") and rel not in infos:
+                scanned[rel] = scan_module(rel, text)
+        graph = _networkx_graph(scanned)
+        if stamp is not None and len(digests) == len(files):
+            tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
+                                  .encode()).hexdigest()
+            _write_plain(_plain_path(tree, change), graph)
+            where = {rel: path for rel, path, _ in files}
+            stamp.write(dirs, [(path, st) for _, path, st in files],
+                        {where[r]: d for r, d in digests.items()}, {}, tree)
+        return graph
+
+    return finish
 
 
 def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:

@@ -12,7 +12,7 @@ from auditor.behaviour import Behaviour
 from auditor.candidates import Candidates, source_path, test_file_id
 from auditor.diff import Change
 from auditor.evidence import Evidence, parameter_rank, parameter_reason, strongest
-from auditor.graph import ImportGraph, build_graph
+from auditor.graph import ImportGraph, start_graph
 from auditor.guards import _ORDER, GuardLocator
 from auditor.model import TIERS, Guard
 from auditor.part_memo import Part, PartMemo, module_links
@@ -60,9 +60,12 @@ class Auditor(Candidates):
                  if f.new_path and f.new_text is not None}
         gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
         with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
-            graph = graph or build_graph(change.root, texts, exclude=gone)
+            # The graph's module scans run (in workers, when cold) while the inventory builds.
+            finish = start_graph(change.root, texts, exclude=gone) if graph is None else None
             inventory = (inventory if inventory is not None
                          else _static_inventory(change.root, texts, gone))
+            graph = finish() if finish is not None else graph
+        assert graph is not None
         super().__init__(index, change.root, graph, inventory, texts)
         from testdb.inventory.cache import default_cache_dir
 

@@ -24,12 +24,13 @@ def usable_cpus() -> int:
 def parallel_map(fn: Callable[[_T], _R], items: list[_T], *, workers: int | None = None,
                  min_items: int = MIN_ITEMS) -> Iterator[_R]:
     """``map(fn, items)`` in order, streamed (the caller uses results while workers still
-    work); in worker processes when there are ``min_items`` or more. ``fn`` must be a module
-    level function (it is pickled by name)."""
+    work); in worker processes when there are ``min_items`` or more. The workers start on
+    their chunks when this is called, not when the results are first asked for, so a caller
+    can do other work meanwhile (the audit builds the inventory while the import graph's
+    modules are scanned). ``fn`` must be a module level function (it is pickled by name)."""
     n = workers if workers is not None else usable_cpus()
-    if n <= 1 or len(items) < min_items:
-        yield from map(fn, items)
-        return
+    if n <= 1 or not items or len(items) < min_items:
+        return map(fn, items)
     # A few chunks per worker: each result crosses the process boundary once, and item sizes
     # vary enough that one chunk per worker would leave a worker idle.
     size = -(-len(items) // (n * 4))
@@ -40,11 +41,14 @@ def parallel_map(fn: Callable[[_T], _R], items: list[_T], *, workers: int | None
         pool = ProcessPoolExecutor(max_workers=n, initializer=gc.disable)
     except (OSError, RuntimeError, NotImplementedError):
         # No process pool here (sandbox, frozen interpreter): serially is correct.
-        yield from map(fn, items)
-        return
+        return map(fn, items)
+    return _results(pool, pool.map(_apply, chunks))
+
+
+def _results(pool: Any, chunks: Iterator[list[_R]]) -> Iterator[_R]:
     done = False
     try:
-        for chunk in pool.map(_apply, chunks):
+        for chunk in chunks:
             yield from chunk
         done = True
     finally:

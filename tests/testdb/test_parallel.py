@@ -1,0 +1,36 @@
+"""testdb.parallel: results in order, serially below the threshold, and work that starts in
+the workers when the map is called (the audit builds the inventory meanwhile)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from testdb.parallel import parallel_map
+
+
+def _touch(path: str) -> str:
+    Path(path).write_text("scanned")
+    return os.path.basename(path)
+
+
+def _square(n: int) -> int:
+    return n * n
+
+
+def test_results_in_order_in_workers_and_serially() -> None:
+    items = list(range(50))
+    assert list(parallel_map(_square, items, workers=2, min_items=1)) == [n * n for n in items]
+    assert list(parallel_map(_square, items, workers=2, min_items=100)) == [n * n for n in items]
+    assert list(parallel_map(_square, [], workers=2, min_items=0)) == []
+
+
+def test_the_workers_start_before_the_results_are_asked_for(tmp_path: Path) -> None:
+    paths = [str(tmp_path / f"m{i}") for i in range(4)]
+    results = parallel_map(_touch, paths, workers=2, min_items=1)
+    deadline = time.monotonic() + 30
+    while not all(os.path.exists(p) for p in paths) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(os.path.exists(p) for p in paths), "nothing ran before the first result"
+    assert list(results) == [os.path.basename(p) for p in paths]
