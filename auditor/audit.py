@@ -57,12 +57,13 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
     return ids, out
 
 
-def run_audit(index: Index, change: Change, *, inventory: Any = None,
+def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any = None,
               coverage: str | None = None, rules: str | None = None,
               bot: BotCommand | None = None) -> Audit:
     """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout);
-    ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``)."""
-    aud = Auditor(index, change, inventory, coverage=coverage, bot=bot)
+    ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``); ``graph``: see
+    ``Auditor``."""
+    aud = Auditor(index, change, inventory, graph, coverage=coverage, bot=bot)
     path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
         "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from auditor.behaviour import Behaviour
@@ -47,26 +47,39 @@ class Judgement:
         self.thin = thin_guard(decision)  # integration guards missing when only units run
 
 
+def head_side(change: Change) -> tuple[dict[str, str], set[str]]:
+    """The head side of a change over its checkout: the head texts of the files it changes (a
+    diff applied to a base-side checkout) and the files it removes."""
+    texts = {f.new_path: f.new_text for f in change.files
+             if f.new_path and f.new_text is not None}
+    gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
+    return texts, gone
+
+
+def start_head_graph(change: Change) -> Callable[[], ImportGraph]:
+    """``start_graph`` of the change's head side: its scans start now (``Auditor``'s
+    ``graph``), so a caller can parse the plan meanwhile."""
+    texts, gone = head_side(change)
+    return start_graph(change.root, texts, exclude=gone)
+
+
 class Auditor(Candidates):
     def __init__(self, index: Any, change: Change, inventory: Any = None,
-                 graph: ImportGraph | None = None, coverage: str | None = None,
-                 bot: BotCommand | None = None) -> None:
+                 graph: ImportGraph | Callable[[], ImportGraph] | None = None,
+                 coverage: str | None = None, bot: BotCommand | None = None) -> None:
+        """``graph``: the import graph, one started by ``start_head_graph``, or None (built
+        here)."""
         self.change = change
         # The stages this PR's pipeline starts: its changed files and its /bot run command.
         self.pipeline = pr_stages(index.stages, index.triggers, change.paths, bot)
-        # The head side: the checkout, overlaid with the change's head texts (a diff applied to
-        # a base-side checkout) and without the files the change removes.
-        texts = {f.new_path: f.new_text for f in change.files
-                 if f.new_path and f.new_text is not None}
-        gone = {f.old_path for f in change.files if f.old_path and f.old_path != f.new_path}
+        texts, gone = head_side(change)
         with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
             # The graph's module scans run (in workers, when cold) while the inventory builds.
-            finish = start_graph(change.root, texts, exclude=gone) if graph is None else None
+            finish = start_head_graph(change) if graph is None else graph
             inventory = (inventory if inventory is not None
                          else _static_inventory(change.root, texts, gone))
-            graph = finish() if finish is not None else graph
-        assert graph is not None
-        super().__init__(index, change.root, graph, inventory, texts)
+            built = finish() if callable(finish) else finish
+        super().__init__(index, change.root, built, inventory, texts)
         from testdb.inventory.cache import default_cache_dir
 
         cache_dir = str(default_cache_dir())

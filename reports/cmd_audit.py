@@ -59,11 +59,21 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
         return _stamped(data, index, opts.root, "work tree")
     change = from_git(opts.root, base or "", head)
     sha = change.head or head  # from_git resolves --head to its commit
-    with plan_tree(opts, sha, rules) as (index, root, in_tree_rules):
-        # The change's files are judged against the scratch tree, which holds the head side.
+    graph: list[Any] = []
+
+    def tree_written(root: str) -> None:
+        # The change's files are judged against the scratch tree, which holds the head side;
+        # its import graph's scans start now, while the commit's plan is parsed.
+        from auditor.linking import start_head_graph
+        from testdb.gcpause import gc_paused
+
+        with gc_paused(freeze=True):  # as the Auditor loads it: it lives as long as the audit
+            graph.append(start_head_graph(dataclasses.replace(change, root=root)))
+
+    with plan_tree(opts, sha, rules, tree_written) as (index, root, in_tree_rules):
         change = dataclasses.replace(change, root=root, checkout_side="head")
-        data = audit_json(run_audit(index, change, coverage=coverage, rules=in_tree_rules,
-                                    bot=bot))
+        data = audit_json(run_audit(index, change, graph=graph[0] if graph else None,
+                                    coverage=coverage, rules=in_tree_rules, bot=bot))
     return _stamped(data, index, opts.root, sha)
 
 
@@ -79,11 +89,14 @@ def _stamped(data: dict[str, Any], index: Any, root: str, plan_from: str
 
 
 @contextlib.contextmanager
-def plan_tree(opts: Any, sha: str, rules: str | None) -> Iterator[tuple[Any, str, str | None]]:
+def plan_tree(opts: Any, sha: str, rules: str | None,
+              tree_written: Callable[[str], None] | None = None
+              ) -> Iterator[tuple[Any, str, str | None]]:
     """(index, root, rules) of commit ``sha``: its tree read from git objects into a scratch
     tree under the cache directory (``testdb replay``'s, auditor.replay), never the work tree,
     which may be at another commit or dirty. A --stages/--triggers/--platform-facts/--rules
-    path inside the checkout is read from that tree too; one outside it as given."""
+    path inside the checkout is read from that tree too; one outside it as given.
+    ``tree_written(root)`` is called once the tree is written, before its plan is parsed."""
     from auditor.replay.gitsource import git, scratch, tree_of
     from auditor.replay.options import ReplayOptions, trees_dir
     from reports.common import require_test_lists
@@ -102,6 +115,8 @@ def plan_tree(opts: Any, sha: str, rules: str | None) -> Iterator[tuple[Any, str
                 raise InputError(f"{flag} {rel} is not in the tree of {sha[:12]}: --head reads "
                                  "the plan from that commit", SourceLoc(rel),
                                  "commit the file, or give a path outside the checkout")
+        if tree_written is not None:
+            tree_written(root)
         index = load(root, stages=given.path("stages", root),
                      triggers=given.path("triggers", root),
                      platform_facts=given.path("platform_facts", root), use_cache=opts.use_cache)
