@@ -4,26 +4,19 @@ change shapes reviewers meet (renames, deletions, new test files, gates, C++, ba
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from reports.comment import render_comment
 from tests.conftest import EXAMPLE
+from tests.gitrepo import git
 
 CREATOR = "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py"
 CHUNKED = ("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
            "[attn_backend={}]")
 
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env=env).stdout
 
 
 @pytest.fixture

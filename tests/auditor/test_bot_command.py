@@ -5,9 +5,7 @@ the suggestion says what it costs. Real git repositories in temp dirs, the real 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 
 from testdb.index import load
 from tests.conftest import CORPUS, EXAMPLE, REPO
+from tests.gitrepo import git
 
 CREATOR = "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py"
 FLASHINFER = ("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
@@ -36,12 +35,6 @@ path_rules:
   tests: ['test_cpp.py::test_unit_tests[batch_manager-80]']
 """
 
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env=env).stdout
 
 
 def commit(repo: Path, message: str = "change") -> None:

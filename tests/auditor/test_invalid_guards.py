@@ -4,12 +4,11 @@ suggests a stage only such a line brings (a real git repo in a temp dir)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.gitrepo import git, new_repo
 
 STALE_PRE = "test_foo.py::test_pick[backend=FANCY]"  # an id from another commit's lists
 STALE_POST = "test_foo.py::test_pick[FANCY-tp2]"
@@ -65,22 +64,10 @@ FILES = {
 }
 
 
-def git(repo: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
-
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    root = new_repo(tmp_path / "repo", FILES)
     foo = root / "tensorrt_llm/foo.py"
     foo.write_text(foo.read_text().replace('backend == "FANCY"', 'backend in ("FANCY",)'))
     git(root, "commit", "-qam", "stop special-casing FANCY")

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import auditor.linking
+from tests.gitrepo import git, new_repo
 
 FILES = {
     "tensorrt_llm/__init__.py": "",
@@ -67,11 +66,6 @@ CORE = "tensorrt_llm/core.py"
 TEST_A = "tests/integration/defs/test_a.py"
 
 
-def git(repo: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
-
 
 def change(repo: Path, rel: str, old: str, new: str, message: str) -> None:
     p = repo / rel
@@ -83,14 +77,7 @@ def change(repo: Path, rel: str, old: str, new: str, message: str) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    root = new_repo(tmp_path / "repo", FILES)
     change(root, CORE, "return x + 1", "return x + 2", "step by two")
     return root
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from testdb.index import load
 from tests.conftest import CORPUS, EXAMPLE
+from tests.gitrepo import git
 
 H100 = "tests/integration/test_lists/test-db/l0_h100.yml"
 CHUNKED = ("accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
@@ -158,12 +158,6 @@ def test_a_second_checkout_reads_the_firsts_caches_as_its_own(
     assert FIRST not in said, [chunk for chunk in two.said if FIRST in chunk][:1]
     assert SECOND in said
 
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env=env).stdout
 
 
 def test_two_worktrees_of_one_repo_used_alternately(run_cli, tmp_path: Path) -> None:
