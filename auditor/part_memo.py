@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from auditor.evidence import Evidence, Level
 from auditor.verdict import Decision
-from testdb.files import read_cache, write_cache
+from testdb.files import read_cache_dict, write_cache
 from testdb.stamp import code_stamp
 
 FORMAT = 1  # bump when the layout below changes
@@ -63,15 +63,7 @@ class PartMemo:
             h.update(code_stamp(os.path.join(top, pkg)).encode() + b"\0")
         h.update("\0".join(sorted(started)).encode())
         path = os.path.join(cache_dir, f"parts-{h.hexdigest()}.marshal")
-        parts: dict[str, tuple[str, _Stored]] = {}
-        payload = read_cache(path)
-        if payload is not None:
-            try:
-                got = marshal.loads(payload)
-                if isinstance(got, dict):
-                    parts = got
-            except (ValueError, EOFError, TypeError):
-                pass
+        parts: dict[str, tuple[str, _Stored]] = read_cache_dict(path)
         return cls(path, parts, key_of)
 
     def get(self, file_id: str) -> Part | None:

@@ -8,7 +8,7 @@ import marshal
 import os
 import stat
 import zlib
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from testdb.errors import InputError
@@ -173,6 +173,20 @@ def read_cache(path: str) -> bytes | None:
     if head[:n] != _SEAL or hashlib.sha256(payload).digest() != head[n:]:
         return None
     return payload
+
+
+def read_cache_dict(path: str) -> dict[Any, Any]:
+    """A cache file holding one marshalled dict, or {} when it is missing, damaged or of
+    another shape (a miss costs only speed)."""
+    payload = read_cache(path)
+    if payload is not None:
+        try:
+            got = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return {}
+        if isinstance(got, dict):
+            return got
+    return {}
 
 
 _RECORDS_SEAL = b"testdb-records\0"

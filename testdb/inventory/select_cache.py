@@ -7,7 +7,7 @@ import marshal
 import os
 from collections.abc import Sequence
 
-from testdb.files import read_cache, write_cache
+from testdb.files import read_cache_dict, write_cache
 from testdb.inventory.model import InventoryItem
 from testdb.stamp import code_stamp
 
@@ -45,15 +45,7 @@ class SelectionCache:
         for text in lines:
             h.update(b"\0" + text.encode())
         path = os.path.join(cache_dir, f"selections-{h.hexdigest()}.marshal")
-        files: dict[str, tuple[bytes, tuple[Positions, ...]]] = {}
-        payload = read_cache(path)
-        if payload is not None:
-            try:
-                got = marshal.loads(payload)
-                if isinstance(got, dict):
-                    files = got
-            except (ValueError, EOFError, TypeError):
-                pass
+        files: dict[str, tuple[bytes, tuple[Positions, ...]]] = read_cache_dict(path)
         return cls(path, files)
 
     def get(self, file: str, key: bytes, n: int) -> tuple[Positions, ...] | None:

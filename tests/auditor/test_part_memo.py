@@ -157,3 +157,14 @@ def test_another_plan_is_another_memo(run_cli, repo: Path, tmp_path: Path,  # ty
     assert warm == cold(run_cli, repo, tmp_path, monkeypatch)
     b = step_of(warm)
     assert (b["tier"], b["verdict"], b["weak_links"]) == ("module", "post-merge-only", [])
+
+
+def test_a_damaged_memo_is_a_miss(run_cli, repo: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    first = audit(run_cli, repo)
+    memos = list(Path(os.environ["TESTDB_CACHE_DIR"]).rglob("parts-*.marshal"))
+    assert memos
+    for m in memos:
+        data = bytearray(m.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        m.write_bytes(bytes(data))
+    assert audit(run_cli, repo) == first
