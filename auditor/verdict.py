@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, pairwise
 from operator import attrgetter
 
 from auditor.evidence import CAN_GUARD, LEVELS, Evidence, Level
@@ -23,6 +23,7 @@ class Decision:
 
     level: Level | None  # None: nothing links
     verdict: str
+    # Each tuple of ids below is in id order (``decide`` sorts; ``combine`` relies on it).
     deciding: tuple[Evidence, ...] = ()  # the deciding level's links (none invalid)
     pre_merge: tuple[str, ...] = ()  # ... those that run in this PR's pipeline and can guard
     not_pre_merge: tuple[str, ...] = ()  # ... those that do not run in it
@@ -108,7 +109,11 @@ def combine(parts: Iterable[Decision]) -> Decision:
     # Parts in the order of their first ids: for test files' parts, whose ids do not
     # interleave, each list below is then sorted already and sorting only checks it.
     top = sorted((p for p in parts if p.level == level), key=lambda p: p.deciding[0].test_id)
-    deciding = tuple(sorted(chain.from_iterable(p.deciding for p in top), key=_BY_ID))
+    runs = [p.deciding for p in top]
+    if all(a[-1].test_id < b[0].test_id for a, b in pairwise(runs)):
+        deciding = tuple(chain.from_iterable(runs))  # each sorted (decide), one after another
+    else:
+        deciding = tuple(sorted(chain.from_iterable(runs), key=_BY_ID))
     pre = sorted(chain.from_iterable((*p.pre_merge, *p.weak) for p in top))
     other = sorted(chain.from_iterable(p.not_pre_merge for p in top))
     return _decided(level, deciding, pre, other,

@@ -143,6 +143,23 @@ def test_combine_equals_deciding_the_union(split: int) -> None:
 
 
 @pytest.mark.parametrize("split", [1, 2, 3])
+def test_combine_of_contiguous_parts_equals_deciding_the_union(split: int) -> None:
+    """Parts as test files give them, each a run of ids after the last (the concatenated
+    fast path), and parts whose ids interleave (sorted): both decide as the union does."""
+    found = {f"f{i // 3}::t{i}": ("pre-merge", "gated", "post-merge-only", "invalid")[i % 4]
+             for i in range(12)}
+    ev = [link("module", 1, t) for t in found]
+    whole = decide(ev, verdicts(**found))
+    size = -(-len(ev) // split)
+    for parts in ([ev[i:i + size] for i in range(0, len(ev), size)][::-1],
+                  [ev[i::split] for i in range(split)]):
+        got = combine(decide(p, verdicts(**found)) for p in parts)
+        assert [e.test_id for e in got.deciding] == sorted(e.test_id for e in whole.deciding)
+        assert (got.level, got.verdict, got.weak, got.not_pre_merge, sorted(got.invalid)) == (
+            whole.level, whole.verdict, whole.weak, whole.not_pre_merge, sorted(whole.invalid))
+
+
+@pytest.mark.parametrize("split", [1, 2, 3])
 @pytest.mark.parametrize(("found", "verdict", "weak"), [
     ({"a": "pre-merge", "b": "gated", "c": "post-merge-only"}, "unguarded", ("a",)),
     ({"a": "qa-only", "b": "gated", "c": "post-merge-only"}, "gated", ()),
