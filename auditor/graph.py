@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from auditor.behaviour import module_name
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
-from testdb.parallel import parallel_map
+from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
 from testdb.stamp import Stamp, cache_dir, code_stamp, stat_of
 
 if TYPE_CHECKING:
@@ -156,14 +156,24 @@ def start_graph(root: str, texts: dict[str, str] | None = None,
     """``build_graph`` in two steps: this reads the tree and starts the scans of the modules
     the cache lacks (in worker processes, when many); the function returned collects them and
     builds the graph. Between the two the caller can do other work."""
+    return _start(root, texts, exclude, use_cache=use_cache)[0]
+
+
+def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
+           use_cache: bool, child: bool = True) -> tuple[Callable[[], ImportGraph], list[str]]:
+    """``start_graph``, and the list its function fills with the plain form's path once it
+    is written. ``child``: a cold build of many modules may run in a child process."""
     stamp = _tree_stamp(root) if use_cache else None
     hit = stamp.check() if stamp is not None else None
     change = _change_key(texts, exclude)
+    written: list[str] = []
     if hit is not None:
         plain = _read_plain(_plain_path(hit[1], change))
         if plain is not None:
-            return lambda: plain
+            return (lambda: plain), [_plain_path(hit[1], change)]
     dirs, files = _walk(root)
+    if child and stamp is not None and len(files) >= MIN_ITEMS and usable_cpus() > 1:
+        return _in_child(root, texts, exclude), written
     infos: dict[str, ModuleInfo | None] = {}
     cache = _GraphCache(root) if use_cache else None
     misses: list[tuple[str, bytes]] = []
@@ -203,12 +213,39 @@ def start_graph(root: str, texts: dict[str, str] | None = None,
             tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
                                   .encode()).hexdigest()
             _write_plain(_plain_path(tree, change), graph)
+            written.append(_plain_path(tree, change))
             where = {rel: path for rel, path, _ in files}
             stamp.write(dirs, [(path, st) for _, path, st in files],
                         {where[r]: d for r, d in digests.items()}, {}, tree)
         return graph
 
-    return finish
+    return finish, written
+
+
+def _in_child(root: str, texts: dict[str, str] | None, exclude: set[str] | None
+              ) -> Callable[[], ImportGraph]:
+    """The build in a child process (``testdb.parallel.in_child``): networkx is imported and
+    the scans' results are read there, and the plain form written; the function returned
+    reads that form, as a warm audit does. Should the child fail, the graph is built here."""
+    built = in_child(_build_plain, root, texts, exclude)
+
+    def opened() -> ImportGraph:
+        path = built()
+        plain = _read_plain(path) if path else None
+        if plain is not None:
+            return plain
+        return _start(root, texts, exclude, use_cache=True, child=False)[0]()
+
+    return opened
+
+
+def _build_plain(root: str, texts: dict[str, str] | None, exclude: set[str] | None
+                 ) -> str | None:
+    """In the child: build the graph and answer where its plain form was written."""
+    with gc_paused():
+        finish, written = _start(root, texts, exclude, use_cache=True, child=False)
+        finish()
+    return written[0] if written else None
 
 
 def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:

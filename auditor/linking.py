@@ -63,12 +63,18 @@ def start_head_graph(change: Change) -> Callable[[], ImportGraph]:
     return start_graph(change.root, texts, exclude=gone)
 
 
+def start_head_inventory(change: Change) -> Callable[[], Any]:
+    """``start_static_inventory`` of the change's head side (``Auditor``'s ``inventory``)."""
+    texts, gone = head_side(change)
+    return start_static_inventory(change.root, texts, gone)
+
+
 class Auditor(Candidates):
     def __init__(self, index: Any, change: Change, inventory: Any = None,
                  graph: ImportGraph | Callable[[], ImportGraph] | None = None,
                  coverage: str | None = None, bot: BotCommand | None = None) -> None:
         """``graph``: the import graph, one started by ``start_head_graph``, or None (built
-        here)."""
+        here); ``inventory``: likewise, or one started by ``start_head_inventory``."""
         self.change = change
         # The stages this PR's pipeline starts: its changed files and its /bot run command.
         self.pipeline = pr_stages(index.stages, index.triggers, change.paths, bot)
@@ -76,8 +82,9 @@ class Auditor(Candidates):
         with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
             # The graph's module scans run (in workers, when cold) while the inventory builds.
             finish = start_head_graph(change) if graph is None else graph
-            inventory = (inventory if inventory is not None
-                         else _static_inventory(change.root, texts, gone))
+            started = (start_static_inventory(change.root, texts, gone) if inventory is None
+                       else inventory)
+            inventory = started() if callable(started) else started
             built = finish() if callable(finish) else finish
         super().__init__(index, change.root, built, inventory, texts)
         from testdb.inventory.cache import default_cache_dir
@@ -319,22 +326,29 @@ def _tagged(keys: list[tuple[int, str]], dist: int) -> Iterator[tuple[int, str, 
         yield order, tid, dist
 
 
-def _static_inventory(root: str, texts: dict[str, str], gone: set[str]) -> Any:
-    from testdb.inventory import build_static
+def start_static_inventory(root: str, texts: dict[str, str], gone: set[str]
+                           ) -> Callable[[], Any]:
+    """The static inventory of the change's head side, in two steps (``start_static``): its
+    scans start now; the function returned collects them and overlays the changed files."""
+    from testdb.inventory import start_static
 
-    inv = build_static(root)
+    built = start_static(root)
     overlay = {p: test_file_id(p) for p in [*texts, *gone]}
     stale = {fid for fid in overlay.values() if fid}
     if not stale:
-        return inv
-    from testdb.inventory import scan_source  # the scanner: only for test files changed here
+        return built
 
-    items = []
-    for path, text in texts.items():
-        fid = overlay[path]
-        name = path.rsplit("/", 1)[-1]
-        if fid and name.startswith("test_") and name.endswith(".py"):
-            dirs = tuple(fid.split("/")[:-1])
-            dirs = dirs[1:] if fid.startswith("unittest/") else dirs
-            items += scan_source(text, fid, path=path, dirs=dirs)
-    return inv.without_files(stale, items)
+    def finish() -> Any:
+        from testdb.inventory import scan_source  # the scanner: only for test files changed
+
+        items = []
+        for path, text in texts.items():
+            fid = overlay[path]
+            name = path.rsplit("/", 1)[-1]
+            if fid and name.startswith("test_") and name.endswith(".py"):
+                dirs = tuple(fid.split("/")[:-1])
+                dirs = dirs[1:] if fid.startswith("unittest/") else dirs
+                items += scan_source(text, fid, path=path, dirs=dirs)
+        return built().without_files(stale, items)
+
+    return finish

@@ -21,9 +21,10 @@ def console() -> None:
     output is flushed, an exit that skips the interpreter's teardown. Everything is written by
     then (caches are written atomically and closed as they go, subprocesses waited for); what
     is left is freeing the loaded plan's, graph's and inventory's ~10^5 records one by one and
-    waiting for idle scan workers to wind down, ~50 ms of a warm audit that nobody needs (mypy's
-    ``--fast-exit`` ends the same way). In-process callers (tests, ``reports.cli.main``) use
-    ``main``, which returns or raises ``SystemExit`` as usual."""
+    waiting for idle scan workers to wind down (they are ended instead: ``_end_workers``),
+    ~50 ms of a warm audit that nobody needs (mypy's ``--fast-exit`` ends the same way).
+    In-process callers (tests, ``reports.cli.main``) use ``main``, which returns or raises
+    ``SystemExit`` as usual."""
     try:
         main()
         code = 0
@@ -37,7 +38,16 @@ def console() -> None:
         # a reader gone, or a closed stream: the exit code stands, as in `run`
         with contextlib.suppress(BrokenPipeError, ValueError):
             stream.flush()
+    _end_workers()
     os._exit(code)
+
+
+def _end_workers() -> None:
+    """``testdb.parallel.end_workers``, where a worker may have been started at all."""
+    if "multiprocessing" in sys.modules:
+        from testdb.parallel import end_workers
+
+        end_workers()
 
 
 def main(argv: list[str] | None = None) -> None:

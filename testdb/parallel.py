@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator
@@ -60,3 +61,61 @@ def _results(pool: Any, chunks: Iterator[list[_R]]) -> Iterator[_R]:
 def _apply(job: tuple[Callable[[Any], Any], list[Any]]) -> list[Any]:
     fn, chunk = job
     return [fn(x) for x in chunk]
+
+
+def in_child(fn: Callable[..., _R], *args: Any) -> Callable[[], _R | None]:
+    """``fn(*args)`` in a forked child process, started now; the function returned waits for
+    its result (pickled back over a pipe), or None when the child failed or no child could
+    be started: the caller then does the work itself, and meets any error there. A cold
+    build runs in one (its own scans in its own workers, its records written to the caches)
+    while this process parses the test plan, which then never waits for the GIL behind the
+    scans' results; it opens what the child wrote, as a warm run does."""
+    import multiprocessing
+
+    try:
+        ctx = multiprocessing.get_context("fork")  # the child needs no imports, no pickled fn
+        received, sent = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_child, args=(sent, fn, args))
+        child.start()
+    except (OSError, RuntimeError, ValueError):  # no fork here (Windows, a sandbox)
+        return lambda: None
+    sent.close()
+
+    def result() -> _R | None:
+        # Not joined: the child winds its own workers down after answering.
+        try:
+            got: _R | None = received.recv()
+        except (EOFError, OSError):  # the child died before answering
+            got = None
+        received.close()
+        return got
+
+    return result
+
+
+def _child(sent: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    try:
+        out = fn(*args)
+    except Exception:  # the caller does the work again and reports the error itself
+        out = None
+    try:
+        sent.send(out)
+        sent.close()
+    finally:
+        # Everything is written (caches atomically, as they go): the child ends here, its
+        # own idle scan workers with it, without the teardown of what it built (as the
+        # ``testdb`` process ends: reports.entry.console).
+        end_workers()
+        os._exit(0)
+
+
+def end_workers() -> None:
+    """End this process's worker processes that are still alive: idle ones, or ones whose
+    work is no longer wanted. Before an exit that skips the interpreter's teardown, which
+    would have told them to go: left running, they would wait for work forever, holding
+    the streams they inherited open (a caller reading them to the end would hang)."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(OSError):
+            child.terminate()

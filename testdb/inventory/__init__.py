@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         DEFAULT_DIRS,
         build_static,
         find_test_files,
+        start_static,
         unit_test_ids,
     )
     from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 
 _HOME = {
     "DEFAULT_DIRS": "build", "build_static": "build", "find_test_files": "build",
-    "unit_test_ids": "build", "DEFAULT_CONFIG": "config", "StaticConfig": "config",
+    "start_static": "build", "unit_test_ids": "build", "DEFAULT_CONFIG": "config",
+    "StaticConfig": "config",
     "Inventory": "model", "InventoryItem": "model", "merge": "model", "scan_source": "static",
 }
 
@@ -36,6 +38,7 @@ __all__ = [
     "find_test_files",
     "merge",
     "scan_source",
+    "start_static",
     "unit_test_ids",
 ]
 

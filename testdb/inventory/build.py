@@ -23,7 +23,7 @@ from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory
 from testdb.inventory.packed_rows import Prepared, prepared_items
 from testdb.inventory.tree import inventory_stamp, whole_format
-from testdb.parallel import MIN_ITEMS, parallel_map
+from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
 from testdb.stamp import Stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
@@ -32,6 +32,7 @@ DEFAULT_DIRS: tuple[tuple[str, str], ...] = (
     ("tests/unittest", "unittest/"),
 )
 _PARALLEL_MIN_FILES = MIN_ITEMS  # module-level, so a test can make the pool start at once
+_END = object()
 
 
 @dataclass(frozen=True)
@@ -127,26 +128,51 @@ def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
     ``workers``: processes for scanning uncached files (default: the CPU count, when there
     are enough files to pay for starting them).
     """
+    return start_static(root, dirs, config=config, cache=cache, workers=workers)()
+
+
+def start_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
+                 config: StaticConfig = DEFAULT_CONFIG, cache: FileCache | bool = True,
+                 workers: int | None = None) -> Callable[[], Inventory]:
+    """``build_static`` in two steps: this finds and reads the test files and starts the
+    scans the caches lack (in worker processes, when many); the function returned collects
+    them and packs the inventory. Between the two the caller can do other work (the audit
+    parses the test plan)."""
     with gc_paused():
-        return _build(root, dirs, config, cache, workers)
+        finish, _ = _start(root, dirs, config, cache, workers)
+
+    def collect() -> Inventory:
+        with gc_paused():
+            return finish()
+
+    return collect
 
 
-def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
-           cache: FileCache | bool, workers: int | None) -> Inventory:
+def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
+           cache: FileCache | bool, workers: int | None, *, child: bool = True
+           ) -> tuple[Callable[[], Inventory], str | None]:
+    """``start_static``: the function that finishes the build, and the key of the whole
+    inventory it answers (None where the caller cannot know it yet). ``child``: a cold
+    build of many files may run in a child process (``_in_child``)."""
     store = FileCache() if cache is True else (cache or None)
     stamp = None
+
+    def rebuild() -> Inventory:
+        return build_static(root, dirs, config=config, cache=store or False, workers=workers)
+
     if store is not None:
         # Unchanged test files since the last build (by stat, as for the test plan): load the
         # whole inventory without walking the tree or reading a file.
         stamp = _stamp(root, dirs, config, store)
         hit = stamp.check()
         if hit is not None:
-            cached = _open_whole(store, hit[1], lambda: _build(root, dirs, config, store,
-                                                               workers))
+            cached = _open_whole(store, hit[1], rebuild)
             if cached is not None:
-                return cached
+                return (lambda: cached), hit[1]
     dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))
     files = find_test_files(root, dirs, config)
+    if child and store is not None and len(files) >= _PARALLEL_MIN_FILES and usable_cpus() > 1:
+        return _in_child(root, dirs, config, store, workers), None
     file_stats = Stamp.stat_files(tf.abspath for tf in files)
     fingerprint = config.fingerprint()
     contents: list[bytes] = []
@@ -159,57 +185,96 @@ def _build(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
             raise InputError(f"cannot read test module: {e}") from e
         contents.append(content)
         keys.append(file_key(content, fingerprint, tf.file_id, "/".join(tf.dirs)))
+    if store is None:
+        items = _start_scans(files, contents, keys, None, config, workers)
+        return (lambda: Inventory(i for file_items in items() for i in file_items)), None
+
+    def stamped(inv: PackedInventory) -> PackedInventory:
+        if stamp is not None:
+            stamp.write(dir_stats, file_stats,
+                        {tf.abspath: hashlib.sha256(c).hexdigest()
+                         for tf, c in zip(files, contents, strict=True)}, {}, whole)
+        return inv
+
     # The whole inventory, cached under a digest of every file's key: a warm build loads
     # one file instead of decoding thousands of per-file JSON entries.
     built_from = [f"{k}:{tf.path}" for k, tf in zip(keys, files, strict=True)]
     whole = hashlib.sha256("\0".join([_whole_format(), *built_from]).encode()).hexdigest()
-    if store is None:
-        return Inventory(i for items in _scan_all(files, contents, keys, None, config, workers)
-                         for i in items)
-    inv = _open_whole(store, whole, lambda: _build(root, dirs, config, store, workers))
-    if inv is None:
-        # Most builds follow one of the same tree with a few test files changed: the last
-        # build is updated by the files that changed, and only those are scanned.
-        last = stamp.recorded_key() if stamp is not None else None
-        previous = _load_whole(store.directory, last) if last else None
-        if previous is None:
-            previous = PackedInventory.from_blobs({})
-        todo = [i for i, tf in enumerate(files)
-                if previous.blob_for(tf.file_id, built_from[i]) is None]
-        scanned = _scan_all([files[i] for i in todo], [contents[i] for i in todo],
+    found = _open_whole(store, whole, rebuild)
+    if found is not None:
+        return (lambda: stamped(found)), whole
+    # Most builds follow one of the same tree with a few test files changed: the last
+    # build is updated by the files that changed, and only those are scanned.
+    last = stamp.recorded_key() if stamp is not None else None
+    previous = (_load_whole(store.directory, last) if last else None) or \
+        PackedInventory.from_blobs({})
+    todo = [i for i, tf in enumerate(files)
+            if previous.blob_for(tf.file_id, built_from[i]) is None]
+    prepared = _start_scans([files[i] for i in todo], [contents[i] for i in todo],
                             [keys[i] for i in todo], store, config, workers, prepare=True)
+
+    def finish() -> Inventory:
         # A module without tests has no place in the inventory.
-        fresh = {files[i].file_id: p for i, p in zip(todo, scanned, strict=True)
+        fresh = {files[i].file_id: p for i, p in zip(todo, prepared(), strict=True)
                  if p.ids or p.placeholders}
         inv = previous.replace_files({files[i].file_id for i in todo}, {},
                                      order=[tf.file_id for tf in files],
                                      keys={files[i].file_id: built_from[i] for i in todo},
                                      prepared=fresh)
         _save_whole(store.directory, whole, inv)
-    if stamp is not None:
-        stamp.write(dir_stats, file_stats,
-                    {tf.abspath: hashlib.sha256(c).hexdigest()
-                     for tf, c in zip(files, contents, strict=True)}, {}, whole)
-    return inv
+        return stamped(inv)
+
+    return finish, whole
+
+
+def _in_child(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
+              store: FileCache, workers: int | None) -> Callable[[], Inventory]:
+    """The build in a child process (``testdb.parallel.in_child``), which writes the whole
+    inventory to the cache; the function returned opens it, as a warm build does (its blobs
+    read when asked for). Should the child fail, the build runs here."""
+    built = in_child(_build_whole, root, dirs, config, str(store.directory), workers)
+
+    def opened() -> Inventory:
+        whole = built()
+        inv = _open_whole(store, whole, lambda: _here()) if whole else None
+        return inv if inv is not None else _here()
+
+    def _here() -> PackedInventory:
+        got = _start(root, dirs, config, store, workers, child=False)[0]()
+        assert isinstance(got, PackedInventory)  # built with a store: packed
+        return got
+
+    return opened
+
+
+def _build_whole(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
+                 directory: str, workers: int | None) -> str | None:
+    """In the child: build, write the whole inventory, and answer its key."""
+    with gc_paused():
+        finish, whole = _start(root, dirs, config, FileCache(directory), workers, child=False)
+        finish()
+    return whole
 
 
 @overload
-def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
-              store: FileCache | None, config: StaticConfig, workers: int | None,
-              prepare: Literal[False] = False) -> list[list[InventoryItem]]: ...
+def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
+                 store: FileCache | None, config: StaticConfig, workers: int | None,
+                 prepare: Literal[False] = False) -> Callable[[], list[list[InventoryItem]]]: ...
 
 
 @overload
-def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
-              store: FileCache | None, config: StaticConfig, workers: int | None,
-              prepare: Literal[True]) -> list[Prepared]: ...
+def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
+                 store: FileCache | None, config: StaticConfig, workers: int | None,
+                 prepare: Literal[True]) -> Callable[[], list[Prepared]]: ...
 
 
-def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
-              store: FileCache | None, config: StaticConfig, workers: int | None,
-              prepare: bool = False) -> list[list[InventoryItem]] | list[Prepared]:
+def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
+                 store: FileCache | None, config: StaticConfig, workers: int | None,
+                 prepare: bool = False
+                 ) -> Callable[[], list[list[InventoryItem]]] | Callable[[], list[Prepared]]:
     """Each file's items (``prepare``: the file as the packed inventory keeps it): from the
-    per-file cache, else scanned (in parallel when many)."""
+    per-file cache, else scanned (in parallel when many). The scans start now; the function
+    returned collects them."""
     cache_dir = str(store.directory) if store is not None else None
     results: list[list[Group] | None] = []
     todo: list[int] = []
@@ -221,19 +286,26 @@ def _scan_all(files: list[TestFile], contents: list[bytes], keys: list[str],
         if hit is None:
             todo.append(idx)
             jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir, tf.path))
-    # Streamed: the caller expands while workers still scan.
     scanned: Iterator[Any] = parallel_map(_scan_prepared if prepare else _scan, jobs,
                                           workers=workers, min_items=_PARALLEL_MIN_FILES)
-    pending = set(todo)
-    out: list[Any] = []
-    for idx, tf in enumerate(files):
-        if idx in pending:
-            got = next(scanned)
-            out.append(got if prepare else expand(got, tf.file_id, tf.path))
-            continue
-        items = expand(results[idx] or (), tf.file_id, tf.path)
-        out.append(prepared_items(tf.file_id, items) if prepare else items)
-    return out
+
+    def collect() -> list[Any]:
+        # Streamed: each file is expanded while workers still scan the later ones.
+        pending = set(todo)
+        out: list[Any] = []
+        for idx, tf in enumerate(files):
+            if idx in pending:
+                got = next(scanned)
+                out.append(got if prepare else expand(got, tf.file_id, tf.path))
+                continue
+            items = expand(results[idx] or (), tf.file_id, tf.path)
+            out.append(prepared_items(tf.file_id, items) if prepare else items)
+        # Read to the end: that is what lets the workers go (``parallel_map``).
+        if next(scanned, _END) is not _END:
+            raise RuntimeError("more scan results than files scanned")
+        return out
+
+    return collect
 
 
 def _whole_format() -> str:

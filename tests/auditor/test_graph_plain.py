@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -156,3 +157,46 @@ def test_a_text_equal_to_its_file_is_the_file(tmp_path: Path,
     differs = {CREATOR: HEAD_TEXT + "\nimport tensorrt_llm.llmapi\n"}
     info = build_graph(str(root), differs).by_path[CREATOR]
     assert "tensorrt_llm.llmapi" in info.imports
+
+
+@pytest.mark.parametrize("change", ["none", "texts", "exclude"])
+def test_a_cold_graph_built_in_a_child_answers_as_one_built_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """A cold tree of many modules is built in a child process (networkx and the scans'
+    results stay there); this process reads the plain form it wrote."""
+    import auditor.graph
+
+    root = example_tree(tmp_path)
+    texts = {CREATOR: HEAD_TEXT} if change == "texts" else None
+    exclude = {CREATOR} if change == "exclude" else None
+    pids = tmp_path / "pids"
+    real = auditor.graph._build_plain
+
+    def recorded(*args: Any) -> str | None:
+        with open(pids, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return real(*args)
+
+    monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)  # the example tree counts as many
+    monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(auditor.graph, "_build_plain", recorded)
+    got = build_graph(str(root), texts, exclude)
+    assert got.graph is None  # the plain form the child wrote
+    assert [int(p) for p in pids.read_text().split()] != [os.getpid()]
+    assert answers(got) == answers(build_graph(str(root), texts, exclude, use_cache=False))
+
+
+def test_a_failed_child_graph_is_built_here(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import auditor.graph
+
+    def fail(*_: object) -> None:
+        raise OSError("no space left on device")
+
+    root = example_tree(tmp_path)
+    monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)
+    monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(auditor.graph, "_build_plain", fail)
+    got = build_graph(str(root))
+    assert got.graph is not None  # built here
+    assert answers(got) == answers(build_graph(str(root), use_cache=False))

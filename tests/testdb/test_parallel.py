@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from testdb.parallel import parallel_map
+from testdb.parallel import in_child, parallel_map
 
 
 def _touch(path: str) -> str:
@@ -34,3 +34,14 @@ def test_the_workers_start_before_the_results_are_asked_for(tmp_path: Path) -> N
         time.sleep(0.02)
     assert all(os.path.exists(p) for p in paths), "nothing ran before the first result"
     assert list(results) == [os.path.basename(p) for p in paths]
+
+
+def _fail() -> None:
+    raise ValueError("the work failed")
+
+
+def test_in_child_answers_from_another_process_or_none() -> None:
+    assert in_child(os.getpid)() not in (None, os.getpid())
+    assert in_child(_square, 7)() == 49
+    assert in_child(_fail)() is None  # the caller does the work itself and meets the error
+    assert in_child(os._exit, 3)() is None  # died before answering

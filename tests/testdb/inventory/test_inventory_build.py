@@ -196,3 +196,38 @@ def test_find_test_files_prunes_and_sorts(checkout: Path) -> None:
         "test_e2e.py", "accuracy/test_llm_api_pytorch.py", "unittest/broken/test_syntax.py",
         "unittest/llmapi/llm_test.py", "unittest/llmapi/test_llm_pytorch.py"]
     assert files[1].dirs == ("accuracy",)
+
+
+def test_a_cold_build_in_a_child_answers_as_one_built_here(
+        checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold build of many test files runs in a child process, which writes the whole
+    inventory to the cache; this process opens it, as a warm build does."""
+    pids = tmp_path / "pids"
+    real = build._build_whole
+
+    def recorded(*args: object) -> str | None:
+        with open(pids, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "_PARALLEL_MIN_FILES", 1)  # this checkout counts as many
+    monkeypatch.setattr(build, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(build, "_build_whole", recorded)
+    store = FileCache(tmp_path / "cache")
+    got = build_static(str(checkout), cache=store)
+    assert [int(p) for p in pids.read_text().split()] != [os.getpid()]
+    want = build_static(str(checkout), cache=False, workers=1)
+    assert got.items == want.items
+    assert got.unparsable() == want.unparsable()  # the file that does not parse, too
+
+
+def test_a_failed_child_build_is_built_here(checkout: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object) -> None:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(build, "_PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(build, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(build, "_build_whole", fail)
+    got = build_static(str(checkout), cache=FileCache(tmp_path / "cache"))
+    assert got.items == build_static(str(checkout), cache=False, workers=1).items
