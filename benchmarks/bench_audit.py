@@ -5,9 +5,11 @@ TensorRT-LLM's size (>= 2,000 test files, >= 100,000 parametrizations).
 
 Builds a git repository in a temp dir: data/trtllm's test plan, the synthetic tests from
 gen_synthetic_tests.py, and a synthetic source package whose modules the tests import; commits a
-change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled; new
-head: the caches of the last head, and a new commit that changes 3 test files, as each push of
-a PR does), and prints medians and their ratios to the targets, with ``python -c pass``
+change to 20 source files; then times the audit (cold: fresh caches; warm: caches filled, the
+same audit asked again, which reads back the answer kept (reports.audit_memo); warm, judged:
+that answer removed before each run, so the audit judges from the caches below it; new head:
+the caches of the last head, and a new commit that changes 3 test files, as each push of a PR
+does), and prints medians and their ratios to the targets, with ``python -c pass``
 measured in the same run for scale. ``--against DIR`` alternates every audit with one by the
 code in DIR (an earlier commit, unpacked), each with its own caches, and prints the ratios.
 Targets (1 changed function per file): warm <= 0.5 s, cold <= 2.5 s.
@@ -51,6 +53,12 @@ def touch_tests(root: Path, step: int, n: int = 3) -> None:
     for t in tests[step * n:(step + 1) * n]:
         t.write_text(t.read_text().replace("def test_", f"def test_s{step}_", 1))
     git(root, "commit", "-qam", f"push {step}: {n} test files changed")
+
+
+def forget_answers(cache: str) -> None:
+    """Remove the audits' kept answers: the next audit judges (from the caches below)."""
+    for kept in Path(cache).glob("audit-*.marshal"):
+        kept.unlink()
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -104,6 +112,7 @@ def main() -> None:
             change(root, functions)
             cold: dict[str, list[float]] = {k: [] for k in codes}
             warm: dict[str, list[float]] = {k: [] for k in codes}
+            judged: dict[str, list[float]] = {k: [] for k in codes}
             for i in range(max(1, args.runs // 2)):
                 for k, code in codes.items():
                     cold[k].append(audit_once(root, str(Path(tmp) / f"cold-{k}-{functions}-{i}"),
@@ -114,6 +123,9 @@ def main() -> None:
             for _ in range(args.runs):
                 for k, code in codes.items():
                     warm[k].append(audit_once(root, caches[k], code=code))
+                for k, code in codes.items():
+                    forget_answers(caches[k])
+                    judged[k].append(audit_once(root, caches[k], code=code))
             print(f"{functions:>2} changed function(s) per file ({20 * functions} behaviours):")
             for k in codes:
                 med, cmed = statistics.median(warm[k]), statistics.median(cold[k])
@@ -125,10 +137,11 @@ def main() -> None:
                       + (f"; target {WARM_TARGET_S:.2f} s: {med / WARM_TARGET_S:.2f}x"
                          if functions == 1 else "")
                       + f"; {med / py:.0f}x python -c pass")
+                print(f"  warm, judged    {who}: {_runs(judged[k])}")
             if args.against:
                 print("  this / against: " + ", ".join(
                     f"{name} {statistics.median(xs['this']) / statistics.median(xs['against']):.2f}"
-                    for name, xs in (("cold", cold), ("warm", warm))))
+                    for name, xs in (("cold", cold), ("warm", warm), ("warm, judged", judged))))
             if functions == 1:
                 # A new push of the same PR: caches of the last head, 3 more test files changed.
                 pushes: dict[str, list[float]] = {k: [] for k in codes}

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -19,6 +19,9 @@ from reports.common import (
     with_note,
 )
 from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
+
+if TYPE_CHECKING:
+    from testdb.botcmd import BotCommand
 
 # behaviours > behaviour > guards > tier > guard: each guard (with its runs) on one line
 AUDIT_JSON_DEPTH = 5
@@ -39,42 +42,78 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     """The audit JSON and the diagnostics of the plan it judged with. ``bot_command``: the
     PR's ``/bot run ...`` comment; the audit judges under its pipeline. With ``head``, the
     plan and the test sources are those of that commit (``plan_tree``)."""
-    from auditor.audit import run_audit
-    from auditor.diff import from_diff_file, from_git
-    from reports.render_audit import audit_json
     from testdb.botcmd import parse
 
     if bool(base) == bool(diff):
         raise UsageError("give either --base REV (a git range) or --diff FILE")
     bot = parse(bot_command) if bot_command is not None else None  # before any slow work
-    if diff:
-        index = opts.index()
-        change = from_diff_file(opts.root, diff)
-        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
-        return _stamped(data, index, opts.root, "work tree")
-    if not head:  # base against the work tree: the plan is the work tree's
-        index = opts.index()
-        change = from_git(opts.root, base or "", None)
-        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
-        return _stamped(data, index, opts.root, "work tree")
-    change = from_git(opts.root, base or "", head)
+    if head:
+        return _audit_commits(opts, base or "", head, coverage, rules, bot_command, bot)
+    from auditor.audit import run_audit
+    from auditor.diff import from_diff_file, from_git
+    from reports.render_audit import audit_json
+
+    index = opts.index()  # the plan is the work tree's
+    change = (from_diff_file(opts.root, diff) if diff
+              else from_git(opts.root, base or "", None))  # base against the work tree
+    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
+    return _stamped(data, index, opts.root, "work tree")
+
+
+def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules: str | None,
+                   bot_command: str | None, bot: BotCommand | None
+                   ) -> tuple[dict[str, Any], list[Any]]:
+    """``audit --base --head``: judged in a tree of the head commit, or the answer kept for
+    the same audit (``reports.audit_memo``)."""
+    from auditor.diff import from_git
+    from reports import audit_memo
+
+    change = from_git(opts.root, base, head)
     sha = change.head or head  # from_git resolves --head to its commit
-    graph: list[Any] = []
+    key = _memo_key(opts, change, coverage, rules, bot_command)
+    kept = audit_memo.get(key) if key is not None else None
+    if kept is not None:
+        return kept
+    from auditor.audit import run_audit  # here: a kept answer needs neither
+    from reports.render_audit import audit_json
+
+    started: dict[str, Any] = {}
 
     def tree_written(root: str) -> None:
         # The change's files are judged against the scratch tree, which holds the head side;
-        # its import graph's scans start now, while the commit's plan is parsed.
-        from auditor.linking import start_head_graph
+        # the scans of its import graph and of its test files start now, while the commit's
+        # plan is parsed.
+        from auditor.linking import start_head_graph, start_head_inventory
         from testdb.gcpause import gc_paused
 
-        with gc_paused(freeze=True):  # as the Auditor loads it: it lives as long as the audit
-            graph.append(start_head_graph(dataclasses.replace(change, root=root)))
+        in_tree = dataclasses.replace(change, root=root)
+        with gc_paused(freeze=True):  # as the Auditor loads them: they live as long as the audit
+            started["graph"] = start_head_graph(in_tree)
+            started["inventory"] = start_head_inventory(in_tree)
 
     with plan_tree(opts, sha, rules, tree_written) as (index, root, in_tree_rules):
         change = dataclasses.replace(change, root=root, checkout_side="head")
-        data = audit_json(run_audit(index, change, graph=graph[0] if graph else None,
-                                    coverage=coverage, rules=in_tree_rules, bot=bot))
-    return _stamped(data, index, opts.root, sha)
+        data = audit_json(run_audit(index, change, graph=started.get("graph"),
+                                    inventory=started.get("inventory"), coverage=coverage,
+                                    rules=in_tree_rules, bot=bot))
+    answer = _stamped(data, index, opts.root, sha)
+    if key is not None:
+        audit_memo.put(key, *answer)
+    return answer
+
+
+def _memo_key(opts: Any, change: Any, coverage: str | None, rules: str | None,
+              bot_command: str | None) -> str | None:
+    """The key of this ``audit --head`` in ``reports.audit_memo`` (None: not memoized)."""
+    if not opts.use_cache:
+        return None
+    from auditor.replay.options import ReplayOptions
+    from reports.audit_memo import memo_key
+
+    given = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
+                                platform_facts=opts.platform_facts, rules=rules)
+    return memo_key(change, root=opts.root, options_key=given.key(), coverage=coverage,
+                    bot_command=bot_command)
 
 
 def _stamped(data: dict[str, Any], index: Any, root: str, plan_from: str
