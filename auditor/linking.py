@@ -80,7 +80,7 @@ class Auditor(Candidates):
         self.pipeline = pr_stages(index.stages, index.triggers, change.paths, bot)
         texts, gone = head_side(change)
         with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
-            # The graph's module scans run (in workers, when cold) while the inventory builds.
+            # Both builds run at once (when cold and large, each in a child process).
             finish = start_head_graph(change) if graph is None else graph
             started = (start_static_inventory(change.root, texts, gone) if inventory is None
                        else inventory)

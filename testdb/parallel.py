@@ -82,7 +82,7 @@ def in_child(fn: Callable[..., _R], *args: Any) -> Callable[[], _R | None]:
     sent.close()
 
     def result() -> _R | None:
-        # Not joined: the child winds its own workers down after answering.
+        # Not joined: once it has answered, the child ends by itself (``_child``).
         try:
             got: _R | None = received.recv()
         except (EOFError, OSError):  # the child died before answering

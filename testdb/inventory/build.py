@@ -157,8 +157,9 @@ def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     store = FileCache() if cache is True else (cache or None)
     stamp = None
 
-    def rebuild() -> Inventory:
-        return build_static(root, dirs, config=config, cache=store or False, workers=workers)
+    def rebuild() -> Inventory:  # a damaged whole inventory: built again
+        with gc_paused():
+            return _start(root, dirs, config, store or False, workers, child=child)[0]()
 
     if store is not None:
         # Unchanged test files since the last build (by stat, as for the test plan): load the
@@ -234,15 +235,15 @@ def _in_child(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticC
     read when asked for). Should the child fail, the build runs here."""
     built = in_child(_build_whole, root, dirs, config, str(store.directory), workers)
 
-    def opened() -> Inventory:
-        whole = built()
-        inv = _open_whole(store, whole, lambda: _here()) if whole else None
-        return inv if inv is not None else _here()
-
-    def _here() -> PackedInventory:
+    def here() -> PackedInventory:
         got = _start(root, dirs, config, store, workers, child=False)[0]()
         assert isinstance(got, PackedInventory)  # built with a store: packed
         return got
+
+    def opened() -> Inventory:
+        whole = built()
+        inv = _open_whole(store, whole, here) if whole else None
+        return inv if inv is not None else here()
 
     return opened
 
