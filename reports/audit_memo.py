@@ -14,6 +14,10 @@ pays for it.
 The work tree is never memoized (``--diff``, or ``--base`` without ``--head``): it changes
 without a commit to name it. ``--no-cache`` neither reads nor writes the memo. A memo that
 cannot be read (damaged, another layout) is a miss; one that cannot be written costs speed.
+The versions of PyYAML and networkx are not in the key, as they are not in the keys of the
+caches below it (the plan's, the graph's): after upgrading one, run once with ``--no-cache``
+or empty the cache directory. GPU run results are not part of an audit (the comment and the
+report fold them in when they render), so a kept answer never hides a new result.
 """
 
 from __future__ import annotations
