@@ -81,7 +81,7 @@ class Auditor(Candidates):
         texts, gone = head_side(change)
         with gc_paused(freeze=True):  # the graph and the inventory live as long as the Auditor too
             # Both builds run at once (when cold and large, each in a child process).
-            finish = start_head_graph(change) if graph is None else graph
+            finish = start_graph(change.root, texts, exclude=gone) if graph is None else graph
             started = (start_static_inventory(change.root, texts, gone) if inventory is None
                        else inventory)
             inventory = started() if callable(started) else started

@@ -2,11 +2,11 @@
 
 A part is what one test file's module-tier links decide: the same for every module that
 reaches the file, and a function of the file's items, the test plan, the stages this PR's
-pipeline starts and this code alone. So one file per (code, pytest version, plan, started
-stages) holds, per test file, the part and the key its items were built from
-(``PackedInventory.file_key``); a part is used only while that key is the file's. A warm
-audit then judges the module tier without asking where each of its thousands of tests runs;
-a new push that changes a few test files judges only those afresh.
+pipeline starts and this code alone. So one file per (code, plan, started stages) holds, per
+test file, the part and the key its items were built from (``PackedInventory.file_key``); a
+part is used only while that key is the file's. A warm audit then judges the module tier
+without asking where each of its thousands of tests runs; a new push that changes a few test
+files judges only those afresh.
 
 Parts are kept as id lists: every module-tier link is ``Evidence(id, "module", 1, REASON)``.
 Unreadable or damaged files are misses (``read_cache``); a failed write only costs speed.
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from auditor.evidence import Evidence, Level
 from auditor.verdict import Decision
 from testdb.files import read_cache_dict, write_cache
-from testdb.stamp import code_stamp
+from testdb.stamp import tool_key
 
 FORMAT = 1  # bump when the layout below changes
 KEEP = 8  # one file per plan and pipeline: a checkout's branches and PRs differ in both
@@ -55,12 +55,7 @@ class PartMemo:
              key_of: Callable[[str], str | None]) -> PartMemo:
         """The memo of this plan (``Index.key``) and this pipeline (the started stages);
         ``key_of``: a test file id's items key (None: unknown, never memoized)."""
-        import _pytest._version  # unit tests' selections are pytest's expressions
-
-        h = hashlib.sha256(f"parts-v{FORMAT}\0{_pytest._version.version}\0{plan_key}\0".encode())
-        top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for pkg in ("auditor", "testdb", "testdb/inventory"):
-            h.update(code_stamp(os.path.join(top, pkg)).encode() + b"\0")
+        h = hashlib.sha256(f"parts-v{FORMAT}\0{tool_key()}\0{plan_key}\0".encode())
         h.update("\0".join(sorted(started)).encode())
         path = os.path.join(cache_dir, f"parts-{h.hexdigest()}.marshal")
         parts: dict[str, tuple[str, _Stored]] = read_cache_dict(path)

@@ -6,7 +6,8 @@ paths, changed lines and both texts), the head commit (its tree is the plan, the
 sources and the import graph the audit judged with), the stage table, triggers, platform
 facts and path rules given outside the checkout (by content; inside it they are the head
 commit's), the coverage data (by content), the ``/bot run`` command, the checkout as named
-(the provenance shows it) and this code (the tool's modules, Python's and pytest's versions).
+(the provenance shows it) and this code (``testdb.stamp.tool_key``: the tool's modules,
+Python's and pytest's versions).
 The key covers all of them; any other answer is computed afresh. The bot comment, ``launch``
 and a reviewer re-running the query ask for the same audit of a PR's head, and only the first
 pays for it.
@@ -25,16 +26,14 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import sys
 from typing import Any
 
 from testdb.errors import Diagnostic, Severity, SourceLoc
 from testdb.files import read_cache, write_cache
-from testdb.stamp import cache_dir, code_stamp
+from testdb.stamp import cache_dir, tool_key
 
 FORMAT = 1  # bump when the layout below changes
 KEEP = 64  # answers kept: a PR's heads, a reviewer's ranges
-_PACKAGES = ("testdb", "testdb/inventory", "auditor", "reports")
 
 
 def memo_key(change: Any, *, root: str, options_key: str, coverage: str | None,
@@ -43,13 +42,7 @@ def memo_key(change: Any, *, root: str, options_key: str, coverage: str | None,
     (the audit itself then says what is wrong with it). ``change``: ``auditor.diff.Change``
     from git; ``options_key``: ``ReplayOptions.key()`` of --stages, --triggers,
     --platform-facts and --rules."""
-    import _pytest._version  # unit tests' selections are pytest's expressions
-
-    h = hashlib.sha256(f"audit-memo-v{FORMAT}\0{sys.version}\0"
-                       f"{_pytest._version.version}\0".encode())
-    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for pkg in _PACKAGES:
-        h.update(code_stamp(os.path.join(top, pkg)).encode() + b"\0")
+    h = hashlib.sha256(f"audit-memo-v{FORMAT}\0{tool_key()}\0".encode())
     for part in (root, os.path.realpath(root), options_key, bot_command):
         _add(h, part)
     if coverage is not None:

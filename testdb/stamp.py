@@ -52,6 +52,27 @@ def plan_stamp(root: str, stages: str | None = None, triggers: str | None = None
                                os.path.abspath(root), os.path.realpath(root), *given])
 
 
+def tool_key() -> str:
+    """What every answer of the whole tool depends on besides its inputs: its version, the
+    stamps of all its package directories (``testdb``, ``auditor``, ``reports`` and theirs),
+    Python's version and pytest's (unit tests' selections are pytest's expressions). The key
+    part of the caches that keep a command's answers (the audit memo, the module tier's
+    parts, replay records)."""
+    import sys
+
+    import _pytest._version
+
+    import testdb
+
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = [testdb.__version__, sys.version, _pytest._version.version]
+    for pkg in ("testdb", "auditor", "reports"):
+        for d, subdirs, _ in os.walk(os.path.join(top, pkg)):
+            subdirs[:] = sorted(n for n in subdirs if n != "__pycache__")
+            parts.append(f"{os.path.relpath(d, top)}={code_stamp(d)}")
+    return "\0".join(parts)
+
+
 def code_stamp(package_dir: str) -> str:
     """A package's modules and their mtimes: an editable install changes the code that builds
     (and the records a cache holds) without changing the version."""

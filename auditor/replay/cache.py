@@ -7,24 +7,16 @@ import hashlib
 import json
 import os
 
-import testdb
 from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
 from auditor.replay.options import replay_dir
 from testdb.errors import InputError
 from testdb.files import prune, read_cache, write_cache
-from testdb.stamp import code_stamp
+from testdb.stamp import tool_key
 
-_PACKAGES = ("testdb", "testdb/inventory", "auditor", "auditor/replay")
 # Records kept (a few KB each), the newest written; every change of the tool's code or of the
 # options is a new key, so without a bound the directory grows without end. A record pruned
 # only costs its commit's audit again.
 KEEP = 10_000
-
-
-def _code() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    top = os.path.dirname(os.path.dirname(here))
-    return "|".join(code_stamp(os.path.join(top, p)) for p in _PACKAGES)
 
 
 class RecordCache:
@@ -34,7 +26,7 @@ class RecordCache:
 
     def __init__(self, options_key: str, directory: str | None = None) -> None:
         self.dir = directory or os.path.join(replay_dir(), "records")
-        self._salt = f"{RECORD_VERSION}|{testdb.__version__}|{_code()}|{options_key}"
+        self._salt = f"{RECORD_VERSION}|{tool_key()}|{options_key}"
 
     def _path(self, sha: str, parent: str | None) -> str:
         key = hashlib.sha256(f"{self._salt}|{sha}|{parent}".encode()).hexdigest()[:40]

@@ -170,7 +170,7 @@ def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
             cached = _open_whole(store, hit[1], rebuild)
             if cached is not None:
                 return (lambda: cached), hit[1]
-    dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))
+    dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))  # before the listing
     files = find_test_files(root, dirs, config)
     if child and store is not None and len(files) >= _PARALLEL_MIN_FILES and usable_cpus() > 1:
         return _in_child(root, dirs, config, store, workers), None

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import auditor.linking
+from tests.audits import behaviour, empty_cache
 from tests.gitrepo import git, new_repo
 
 FILES = {
@@ -96,15 +97,13 @@ def audit(run_cli: Any, repo: Path, base: str = "HEAD~1", *extra: str) -> dict[s
 
 def cold(run_cli: Any, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
          *args: str) -> dict[str, Any]:
-    """The same audit with an empty cache (nothing memoized), the cache restored after."""
-    with monkeypatch.context() as m:
-        m.setenv("TESTDB_CACHE_DIR", str(tmp_path / f"cold-{len(os.listdir(tmp_path))}"))
+    """The same audit with an empty cache."""
+    with empty_cache(monkeypatch, tmp_path):
         return audit(run_cli, repo, *args)
 
 
 def step_of(data: dict[str, Any]) -> dict[str, Any]:
-    [b] = [b for b in data["behaviours"] if b["function"] == "step"]
-    return b
+    return behaviour(data, "step")
 
 
 def refuse_module_links(monkeypatch: pytest.MonkeyPatch) -> None:

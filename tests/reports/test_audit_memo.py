@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 import auditor.audit
+import testdb.stamp
 from auditor.diff import Change, FileChange
 from reports import audit_memo
+from tests.audits import behaviour, empty_cache
 from tests.gitrepo import git, new_repo
 
 FILES = {
@@ -75,9 +77,8 @@ def audit(run_cli: Any, repo: Path, *extra: str, fmt: str = "json", cache: bool 
 
 def cold(run_cli: Any, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
          *extra: str) -> Any:
-    """The same audit with an empty cache, the cache restored after."""
-    with monkeypatch.context() as m:
-        m.setenv("TESTDB_CACHE_DIR", str(tmp_path / f"cold-{len(os.listdir(tmp_path))}"))
+    """The same audit with an empty cache."""
+    with empty_cache(monkeypatch, tmp_path):
         return audit(run_cli, repo, *extra)
 
 
@@ -86,8 +87,7 @@ def kept() -> list[Path]:
 
 
 def step_of(data: dict[str, Any]) -> dict[str, Any]:
-    [b] = [b for b in data["behaviours"] if b["function"] == "step"]
-    return b
+    return behaviour(data, "step")
 
 
 def refuse_to_judge(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,5 +196,8 @@ def test_coverage_data_and_code_are_in_the_key(tmp_path: Path,
     data.unlink()  # unreadable: not memoized (the audit says what is wrong)
     assert audit_memo.memo_key(BASE_CHANGE, **{**BASE_ARGS, "coverage": str(data)}) is None
     before = audit_memo.memo_key(BASE_CHANGE, **BASE_ARGS)
-    monkeypatch.setattr(audit_memo, "code_stamp", lambda d: f"{d}:edited")
+    # a module of a subpackage edited (an editable install): another key
+    real = testdb.stamp.code_stamp
+    monkeypatch.setattr(testdb.stamp, "code_stamp", lambda d: real(d) + (
+        ":edited" if d.endswith(os.path.join("auditor", "replay")) else ""))
     assert audit_memo.memo_key(BASE_CHANGE, **BASE_ARGS) != before
