@@ -22,13 +22,39 @@ PASS_THROUGH = {"cbtsResizeSplits": "coverage-based test selection may run fewer
                                     "is assumed to run"}
 GENERATOR_PARAMS = ("stageName", "platform", "testlist", "testCount", "gpuCount", "nodeCount",
                     "runWithSbatch", "useClusterDurations")
-ROW_FIELDS = ("platform", "context", "split id", "splits", "gpu count", "node count",
-              "runWithSbatch", "useClusterDurations")
-_ROW_TYPES = (str, str, int, int, int, int, bool, bool)
 _GEN_TYPES = (str, str, str, int, int, int, bool, bool)
-_DEFAULTS: tuple[Value, ...] = (1, 1, False, False)
+ROW_HEAD = ("platform", "context", "split id", "splits")
+_HEAD_TYPES = (str, str, int, int)
+MAX_FIELDS = 16  # a row of more is no stage row (real ones have 4 to 8)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A row field after the first four, as the Groovy that consumes the map reads it:
+    ``attr`` is the Stage field it fills (``""``: the tool does not read it)."""
+
+    attr: str
+    typ: type | None
+    what: str
+
+
+# Rows are read by what their fields are for the map's consumer (launchTestJobs at aebac710):
+# the Kubernetes maps go to createKubernetesPodConfig(..., values[4] ?: 1, ...,
+# values.size() > 5 ? values[5] : false), a pod-config flag (the ModelExpress sidecars); the
+# Slurm maps to runLLMTestlistOnSlurm(..., values[4] ?: 1, values[5] ?: 1, values[6] ?: false,
+# ...). A field past these, or the pod flag, selects no tests: a note, the stage kept.
+K8S_MAPS = ("x86TestConfigs", "SBSATestConfigs")
+_GPU = Slot("gpu_count", int, "gpu count")
+K8S_SLOTS = (_GPU, Slot("", None, "a pod-config flag (values[5]; the ModelExpress sidecars "
+                                  "at aebac710)"))
+SLURM_SLOTS = (_GPU, Slot("node_count", int, "node count"),
+               Slot("run_with_sbatch", bool, "runWithSbatch"),
+               Slot("use_cluster_durations", bool, "useClusterDurations"))
+ROW_FIELDS = (*ROW_HEAD, *(s.what for s in SLURM_SLOTS))
+_DEFAULTS: dict[str, Value] = {"gpu_count": 1, "node_count": 1, "run_with_sbatch": False,
+                               "use_cluster_durations": False}
 # launchTestJobs reads multi-node rows with `values[5] ?: 2`: a row without a node count has two.
-_MAP_DEFAULTS: dict[str, tuple[Value, ...]] = {"multiNodesSBSAConfigs": (1, 2, False, False)}
+_MAP_DEFAULTS: dict[str, dict[str, Value]] = {"multiNodesSBSAConfigs": {"node_count": 2}}
 _AARCH64_NAME = re.compile(r"sbsa|aarch64|arm64", re.I)
 _RULE = "groovy-stage"
 _MAX_RANGE = 1000  # collectEntries over a range: real files make about ten stages
@@ -38,9 +64,10 @@ _MAX_COMMENT_DEPTH = 4  # real files comment out stage rows once, sometimes twic
 @dataclass(frozen=True)
 class Row:
     name: str
-    fields: tuple[Value, ...]  # checked against _ROW_TYPES; 4 to 8 of them
+    fields: tuple[Value, ...]  # the first four checked; the rest read by the map's slots
     line: int
     disabled: bool
+    generated: bool = False  # by buildStageConfigs: always its eight fields
 
 
 @dataclass
@@ -72,15 +99,47 @@ class Out:
             if name not in self.stage_maps or name in self.consumed:
                 continue
             arch = KNOWN_MAPS.get(name) or ("aarch64" if _AARCH64_NAME.search(name) else "x86_64")
-            defaults = _MAP_DEFAULTS.get(name, _DEFAULTS)
+            slots = K8S_SLOTS if name in K8S_MAPS else SLURM_SLOTS
+            unread: list[tuple[Row, str]] = []
             for r in sorted(rows, key=lambda r: r.line):
-                f = r.fields + defaults[len(r.fields) - 4:]
+                kw = self.slots(name, r, slots, unread)
+                if kw is None:
+                    continue
                 out.append(Stage(
-                    name=r.name, platform=str(f[0]), context=str(f[1]), split_id=int(f[2]),
-                    splits=int(f[3]), gpu_count=int(f[4]), node_count=int(f[5]),
-                    run_with_sbatch=bool(f[6]), use_cluster_durations=bool(f[7]), map=name,
-                    arch=arch, loc=SourceLoc(self.path, r.line), disabled=r.disabled))
+                    name=r.name, platform=str(r.fields[0]), context=str(r.fields[1]),
+                    split_id=int(r.fields[2]), splits=int(r.fields[3]), map=name, arch=arch,
+                    loc=SourceLoc(self.path, r.line), disabled=r.disabled,
+                    **kw))  # type: ignore[arg-type]
+            if unread:
+                first, what = unread[0]
+                self.diag(first.line, f"{name}: {len(unread)} stage row(s) carry a field the "
+                          f"tool does not read ({what}, first: {first.name}); it selects no "
+                          "tests, so each such stage is kept", Severity.INFO)
         return out
+
+    def slots(self, name: str, r: Row, slots: tuple[Slot, ...],
+              unread: list[tuple[Row, str]]) -> dict[str, Value] | None:
+        """The Stage fields of a row's fields past the first four, by the map's slots; None
+        (with an error, a warning when commented out) when a field the tool reads has the
+        wrong type."""
+        kw = {**_DEFAULTS, **_MAP_DEFAULTS.get(name, {})}
+        extra = r.fields[4:]
+        for k, v in enumerate(extra):
+            slot = slots[k] if k < len(slots) else None
+            if slot is not None and slot.typ is not None:
+                if type(v) is not slot.typ:
+                    msg = f"stage {r.name}: {slot.what} should be {slot.typ.__name__}, got {v!r}"
+                    if r.disabled:
+                        self.diag(r.line, f"commented-out: {msg}", Severity.WARNING)
+                    else:
+                        self.diag(r.line, msg)
+                    return None
+                kw[slot.attr] = v
+            elif not r.generated and not r.disabled:
+                unread.append((r, slot.what if slot else f"field {k + 5} of {len(r.fields)}, "
+                               "past every field the map's consumer reads"))
+                break
+        return kw
 
 
 class StageReader(TokenView):
@@ -110,7 +169,7 @@ class StageReader(TokenView):
         if self.is_map(g):
             return any((c := self.find_top(a, b, ":")) is not None and self.looks_like_row(c + 1, b)
                        for a, b in parts)
-        return 3 <= len(parts) <= 8 and all(
+        return 3 <= len(parts) <= MAX_FIELDS and all(
             len(s := self.sig(*p)) == 1 and self.toks[s[0]].kind in ("str", "gstr")
             for p in parts[:2])
 
@@ -134,10 +193,12 @@ class StageReader(TokenView):
             raise Unreadable(f"stage {name}: {e.bare}") from None
 
     def row(self, name: str, values: list[Value], line: int) -> Row:
-        if not 4 <= len(values) <= 8:
-            raise Unreadable(f"{len(values)} fields; a stage row has 4 to 8 "
-                              f"({', '.join(ROW_FIELDS)})")
-        for v, typ, what in zip(values, _ROW_TYPES, ROW_FIELDS, strict=False):
+        """The first four fields are every map's; the rest are read by the map's slots
+        (``Out.slots``), which only the map the row ends up in knows."""
+        if not 4 <= len(values) <= MAX_FIELDS:
+            raise Unreadable(f"{len(values)} fields; a stage row has at least 4 "
+                              f"({', '.join(ROW_FIELDS)}, ...)")
+        for v, typ, what in zip(values, _HEAD_TYPES, ROW_HEAD, strict=False):
             if type(v) is not typ:
                 raise Unreadable(f"{what} should be {typ.__name__}, got {v!r}")
         return Row(name, tuple(values), line, self.disabled)
@@ -180,8 +241,8 @@ class StageReader(TokenView):
         if count < 1:
             raise Unreadable(f"{GENERATOR}({stage!r}, ...) makes no stages: testCount {count}")
         extra = tuple(args[4:]) + (False,) * (8 - len(args))
-        return [Row(f"{stage}-{k}", (args[1], args[2], k, count, *extra), line, self.disabled)
-                for k in range(1, count + 1)]
+        return [Row(f"{stage}-{k}", (args[1], args[2], k, count, *extra), line, self.disabled,
+                    generated=True) for k in range(1, count + 1)]
 
     def comment_groups(self, coms: list[int]) -> list[list[int]]:
         """Runs of whole-line ``//`` comments on consecutive lines are read as one text."""

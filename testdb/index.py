@@ -14,9 +14,11 @@ import testdb
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
 from testdb.files import read_cache, read_text, sha256_text, write_cache
 from testdb.gcpause import gc_paused
+from testdb.sources import CBTS_MAIN as CBTS_MAIN
 from testdb.sources import DEFS_DIR as DEFS_DIR  # the layout, re-exported from here
 from testdb.sources import DURATIONS as DURATIONS
 from testdb.sources import GROOVY as GROOVY
+from testdb.sources import MERGE_REQUEST as MERGE_REQUEST
 from testdb.sources import PLATFORM_FACTS as PLATFORM_FACTS
 from testdb.sources import QA_DIR as QA_DIR
 from testdb.sources import STAGES_YAML as STAGES_YAML
@@ -26,6 +28,7 @@ from testdb.sources import WAIVES as WAIVES
 from testdb.sources import Sources as Sources
 from testdb.stamp import PLAN_SCHEMA, Stamp, plan_stamp, testdb_code_stamp
 from testdb.stamp import cache_dir as cache_dir  # where every cache file lives (re-exported)
+from testdb.triggers import Triggers as Triggers  # the gate record (re-exported)
 
 if TYPE_CHECKING:
     from testdb.grammar import Entry
@@ -38,19 +41,6 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class Triggers:
-    """PR gate data: the multi-GPU path list (substring test) and auto-trigger path rules."""
-
-    multi_gpu_paths: tuple[str, ...] = ()
-    auto_trigger: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path prefix, stage-name tags)
-    # only_one_group_changed: (group, path prefixes), in the order L0_MergeRequest tries them
-    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(t for _, tags in self.auto_trigger for t in tags))
-
 
 @dataclass
 class Index:
@@ -62,7 +52,7 @@ class Index:
     waives: tuple[Entry, ...] = ()
     durations: dict[str, float] = field(default_factory=dict)
     stages: tuple[Stage, ...] = ()
-    triggers: Triggers = Triggers()
+    triggers: Triggers = field(default_factory=Triggers)
     platform_facts: dict[str, dict[str, object]] = field(default_factory=dict)
     diagnostics: tuple[Diagnostic, ...] = ()
     skipped: tuple[Any, ...] = ()  # testdb.model.SkippedFile
@@ -129,7 +119,8 @@ def _discovery_dirs(base: str) -> list[str]:
     """The directories whose listings discovery depends on, and the ones between them and
     the root (not the root's own listing: nothing is discovered at the top level)."""
     fixed = [TESTDB_DIR, QA_DIR, *(os.path.dirname(p) for p in (
-        WAIVES, DURATIONS, GROOVY, STAGES_YAML, TRIGGERS, PLATFORM_FACTS))]
+        WAIVES, DURATIONS, GROOVY, STAGES_YAML, TRIGGERS, PLATFORM_FACTS, MERGE_REQUEST,
+        CBTS_MAIN))]
     out: set[str] = set()
     for rel in fixed:
         parts = rel.split("/")
@@ -154,7 +145,7 @@ def load_sources(src: Sources, *, use_cache: bool = True, read: Read | None = No
             cached.key = key
             return _rerooted(cached, src)
     texts, hashes, read_errors, key = read or read_all(src)
-    from testdb.schedule import build_schedule  # schedule imports this module
+    from testdb.schedule import build_schedule  # here: a cached index needs no schedule code
 
     with gc_paused():
         index = _parse(src, texts, read_errors)
@@ -231,7 +222,13 @@ def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Inde
         diags.extend(sdiags)
     if src.triggers and src.triggers in texts:
         # Not a diagnostic: gates read from a broken file would be closed without a word.
-        index.triggers = _load_triggers(texts[src.triggers], src.triggers)
+        if src.triggers.endswith(".groovy"):
+            from testdb.mergerequest import load_merge_request_text
+
+            index.triggers, tdiags = load_merge_request_text(texts[src.triggers], src.triggers)
+            diags.extend(tdiags)
+        else:
+            index.triggers = _load_triggers(texts[src.triggers], src.triggers)
     if src.platform_facts and src.platform_facts in texts:
         index.platform_facts = _guard(lambda: _load_facts(texts[src.platform_facts or ""],
                                                           src.platform_facts or ""), diags, {})
@@ -365,7 +362,8 @@ def _load_triggers(text: str, path: str) -> Triggers:
         raise InputError("only_one_group_changed.groups must map a group to a list of path "
                          "prefixes", SourceLoc(path, 1))
     return Triggers(tuple(str(p) for p in paths), tuple(rules),
-                    tuple((str(g), tuple(str(p) for p in ps)) for g, ps in groups.items()))
+                    tuple((str(g), tuple(str(p) for p in ps)) for g, ps in groups.items()),
+                    source=path)
 
 
 def _load_facts(text: str, path: str) -> dict[str, dict[str, object]]:

@@ -12,7 +12,7 @@ from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
 
 if TYPE_CHECKING:
-    from testdb.index import Triggers
+    from testdb.triggers import Triggers
 
 # --test-backend names -> the stage-name tag they keep (L0_Test.groovy at 11ea7cc, changeMap).
 BACKEND_TAGS = {"pytorch": "-PyTorch-", "cpp": "-CPP-", "triton": "-Triton-", "fmha": "-FMHA-"}

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from testdb.grammar import Entry
-from testdb.index import Index
 from testdb.matching import match
 from testdb.model import Block, Context, QaList
 from testdb.pipeline import stage_placements
 from testdb.shards import item_sort_name, least_duration, shard_durations
 from testdb.stages import Stage, stage_facts
+
+if TYPE_CHECKING:  # the index imports this module to build its schedule
+    from testdb.index import Index
 
 # `invalid` (last: worse than any): a listed name that names no test of the checkout, which
 # CI ignores (testdb.names); the schedule never gives it, a check against the sources does.

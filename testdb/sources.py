@@ -13,6 +13,8 @@ QA_DIR = "tests/integration/test_lists/qa"
 WAIVES = "tests/integration/test_lists/waives.txt"
 DURATIONS = "tests/integration/defs/.test_durations"
 GROOVY = "jenkins/L0_Test.groovy"
+MERGE_REQUEST = "jenkins/L0_MergeRequest.groovy"  # the PR gates of a real checkout
+CBTS_MAIN = "jenkins/scripts/cbts/main.py"  # change-based test selection (testdb/cbts.py)
 STAGES_YAML = "ci/stages.yml"
 TRIGGERS = "ci/pr-triggers.yml"
 PLATFORM_FACTS = "ci/platform-facts.yml"
@@ -32,6 +34,7 @@ class Sources:
     stages: str | None = None
     triggers: str | None = None
     platform_facts: str | None = None
+    cbts: str | None = None  # CBTS's entry point: its presence means CBTS may narrow a PR
     escaped: tuple[str, ...] = ()  # found under root but symlinked outside it: not read
 
     @classmethod
@@ -100,11 +103,14 @@ class Sources:
             waives=opt(WAIVES),
             durations=opt(DURATIONS),
             stages=stages or opt(GROOVY) or opt(STAGES_YAML),
-            triggers=triggers or opt(TRIGGERS),
+            # the Groovy is what CI reads; ci/pr-triggers.yml is the same rules as data
+            triggers=triggers or opt(MERGE_REQUEST) or opt(TRIGGERS),
             platform_facts=platform_facts or opt(PLATFORM_FACTS),
+            cbts=opt(CBTS_MAIN),
             escaped=tuple(escaped),
         )
 
     def all_files(self) -> list[str]:
-        singles = [self.waives, self.durations, self.stages, self.triggers, self.platform_facts]
+        singles = [self.waives, self.durations, self.stages, self.triggers, self.platform_facts,
+                   self.cbts]
         return [*self.testdb, *self.qa_yaml, *self.qa_txt, *(s for s in singles if s)]

@@ -1,0 +1,35 @@
+"""The PR gate rules (multi-GPU path list, auto-trigger tags, one-group rule) as one record.
+
+A module of its own, importing nothing of the project: the index loads it, the pipeline reads
+it, and neither has to import the other (no import cycle index -> schedule -> pipeline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What every answer that depends on the gates says when no rules were found (issue 23).
+GATES_UNKNOWN = ("gate rules unknown: no L0_MergeRequest.groovy or --triggers; multi-GPU and "
+                 "auto-trigger stages are assumed not to start")
+
+
+@dataclass(frozen=True)
+class Triggers:
+    """PR gate data: the multi-GPU path list (substring test) and auto-trigger path rules.
+
+    ``source`` is the file the rules were read from (``jenkins/L0_MergeRequest.groovy``, a
+    ``ci/pr-triggers.yml`` or a ``--triggers`` file); ``""`` means none was found, and then
+    the empty rules are a guess that every answer must own up to (``known``)."""
+
+    multi_gpu_paths: tuple[str, ...] = ()
+    auto_trigger: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path prefix, stage-name tags)
+    # only_one_group_changed: (group, path prefixes), in the order L0_MergeRequest tries them
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    source: str = ""
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t for _, tags in self.auto_trigger for t in tags))
+
+    @property
+    def known(self) -> bool:
+        return bool(self.source)
