@@ -84,10 +84,14 @@ def _guard_json(g: Guard, decides: bool) -> dict[str, Any]:
 def summary(a: Audit) -> dict[str, Any]:
     n = len(a.behaviours)
     unguarded = sum(1 for b in a.behaviours if not b.guarded)
+    # testdb.pipeline caveats (gate rules unknown, CBTS may narrow): in the first line, so no
+    # headline reads green on an assumption
+    caveats = list((a.pipeline or {}).get("headline_caveats") or [])
+    sentence = with_warnings(verdict_sentence(n, unguarded),
+                             [warning_phrase(f) for f in a.warnings])
     return {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
-            "warnings": len(a.warnings),
-            "sentence": with_warnings(verdict_sentence(n, unguarded),
-                                      [warning_phrase(f) for f in a.warnings])}
+            "warnings": len(a.warnings), "caveats": caveats,
+            "sentence": sentence + (f" ({'; '.join(caveats)})" if caveats else "")}
 
 
 def warning_phrase(f: Finding) -> str:
@@ -120,7 +124,7 @@ def headline_colour(s: dict[str, Any]) -> str:
     """Green only for a clean audit; warnings make it yellow, anything unguarded red."""
     if s["unguarded"] or s["errors"]:
         return "red"
-    return "yellow" if s["warnings"] else "green"
+    return "yellow" if s["warnings"] or s.get("caveats") else "green"
 
 
 def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
@@ -182,7 +186,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                 out.append(f"     ... {total - max_guards} more (see --format json)")
     for lc in data["list_changes"]:
         out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
-    for n in data["notes"]:
+    for n in [*(data.get("pipeline") or {}).get("caveats", []), *data["notes"]]:
         out.extend(_wrap(f"note: {n}", width, ""))
     sug = data.get("suggestion") or {}
     if sug:
@@ -234,6 +238,8 @@ def pipeline_words(data: dict[str, Any]) -> str:
     elif gates.get("multi_gpu"):
         bits.append("multi-GPU stages do not start (their path list is hit, but the bot "
                     "command or the changed files' group keeps them out)")
+    elif any(c.startswith("gate rules unknown") for c in pipe.get("caveats") or ()):
+        bits.append("multi-GPU stages do not (gate rules unknown: none are read)")
     else:
         bits.append("multi-GPU stages do not (no changed file is on their path list)")
     tags = gates.get("auto_trigger_tags") or []

@@ -7,13 +7,19 @@ unquoted blank; a backslash outside single quotes takes the next character liter
     option   := LIST_OPT list | FLAG | "--reuse-test" [pipeline-id] | LIST_OPT "=" list
     LIST_OPT := "--stage-list" | "--extra-stage" | "--gpu-type" | "--test-backend"
     FLAG     := "--add-multi-gpu-test" | "--disable-multi-gpu-test" | "--only-multi-gpu-test"
-              | "--multi-gpu-test" | "--post-merge" | "--skip-test"
+              | "--multi-gpu-test" | "--post-merge" | "--skip-test" | "--disable-cbts"
               | "--disable-fail-fast" | "--detailed-log" | "--debug"
+              | "--disable-reuse-test" | "--high-priority"
     list     := word                 (split at commas, items trimmed, empty items dropped)
 
 ``--stage-list`` and ``--extra-stage`` items may hold ``*`` wildcards. ``--reuse-test``,
-``--disable-fail-fast``, ``--detailed-log`` and ``--debug`` do not change which stages start:
-they are accepted and noted. A repeated option keeps its last value (argparse's ``store``).
+``--disable-fail-fast``, ``--detailed-log``, ``--debug``, ``--disable-reuse-test`` (the PR
+template at cb044ee3) and ``--high-priority`` (the CBTS docs) do not change which stages start:
+they are accepted and noted. ``--disable-cbts`` (``DISABLE_CBTS`` in L0_MergeRequest.groovy at
+11ea7cc3, "forces a full run") turns change-based test selection off (``testdb.cbts``).
+``--multi-gpu-test`` is the bot key ``multi_gpu_test`` that L0_MergeRequest.groovy (11ea7cc3,
+``ENABLE_MULTI_GPU_TEST``) ORs into ``only_multi_gpu_test``. A repeated option keeps its last
+value (argparse's ``store``).
 Anything else (an unknown flag, a stray word, an unbalanced quote, a list option without a
 list) is an :class:`BotCommandError` that names it and its column: exit 2.
 
@@ -32,10 +38,11 @@ LIST_OPTIONS = {"--stage-list": "stage_list", "--extra-stage": "extra_stage",
                 "--gpu-type": "gpu_type", "--test-backend": "test_backend"}
 SET_FLAGS = {"--add-multi-gpu-test": "add_multi_gpu", "--disable-multi-gpu-test":
              "disable_multi_gpu", "--only-multi-gpu-test": "only_multi_gpu",
-             # L0_MergeRequest sets only_multi_gpu_test for either spelling (pr-triggers.yml).
+             # L0_MergeRequest (11ea7cc3): only_multi_gpu_test || multi_gpu_test, either key.
              "--multi-gpu-test": "only_multi_gpu", "--post-merge": "post_merge",
-             "--skip-test": "skip_test"}
-NOTED_FLAGS = ("--reuse-test", "--disable-fail-fast", "--detailed-log", "--debug")
+             "--skip-test": "skip_test", "--disable-cbts": "disable_cbts"}
+NOTED_FLAGS = ("--reuse-test", "--disable-fail-fast", "--detailed-log", "--debug",
+               "--disable-reuse-test", "--high-priority")
 KNOWN = (*LIST_OPTIONS, *SET_FLAGS, *NOTED_FLAGS)
 
 
@@ -67,6 +74,7 @@ class BotCommand:
     gpu_type: tuple[str, ...] | None = None
     test_backend: tuple[str, ...] | None = None
     skip_test: bool = False
+    disable_cbts: bool = False  # change-based test selection off: every started stage runs
     noted: tuple[str, ...] = field(default=())  # accepted flags that start no other stages
 
     def to_json(self) -> dict[str, object]:
@@ -75,7 +83,8 @@ class BotCommand:
                 "disable_multi_gpu": self.disable_multi_gpu,
                 "only_multi_gpu": self.only_multi_gpu, "post_merge": self.post_merge,
                 "gpu_type": _list(self.gpu_type), "test_backend": _list(self.test_backend),
-                "skip_test": self.skip_test, "noted": list(self.noted)}
+                "skip_test": self.skip_test, "disable_cbts": self.disable_cbts,
+                "noted": list(self.noted)}
 
 
 def render(cmd: BotCommand) -> str:

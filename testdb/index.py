@@ -229,6 +229,8 @@ def _parse(src: Sources, texts: dict[str, str], diags: list[Diagnostic]) -> Inde
             diags.extend(tdiags)
         else:
             index.triggers = _load_triggers(texts[src.triggers], src.triggers)
+    if src.cbts:
+        index.triggers = replace(index.triggers, cbts=src.cbts)
     if src.platform_facts and src.platform_facts in texts:
         index.platform_facts = _guard(lambda: _load_facts(texts[src.platform_facts or ""],
                                                           src.platform_facts or ""), diags, {})

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from testdb.botcmd import BotCommand
+from testdb.cbts import CbtsState, cbts_state
 from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
+from testdb.triggers import GATES_UNKNOWN
 
 if TYPE_CHECKING:
     from testdb.triggers import Triggers
@@ -21,6 +23,7 @@ GROUP_EXCLUDES = {"PyTorch": ("-CPP-", "-FMHA-"), "Triton": ("-PyTorch-", "-CPP-
                   "FMHA": ("-PyTorch-", "-CPP-", "-Triton-")}
 DOCS_GROUP = "Docs"
 PLACEMENTS = ("pre-merge", "gated", "post-merge-only")
+ON_DEMAND = "on demand: only `/bot run --stage-list`/`--extra-stage` starts it"
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,10 @@ class PrPipeline:
     notes: tuple[str, ...] = ()
     started: frozenset[str] = field(default=frozenset())
     changed: tuple[str, ...] = ()  # the changed paths it was computed from
+    # What qualifies every answer built on this pipeline (gate rules unknown, CBTS may narrow
+    # it): shown in the headline and the JSON, never left to a note alone.
+    caveats: tuple[str, ...] = ()
+    cbts: CbtsState = CbtsState(False, False, "")
 
     def starts(self, stage: str) -> bool:
         return stage in self.started
@@ -115,8 +122,17 @@ class PrPipeline:
     def to_json(self) -> dict[str, Any]:
         return {"bot_command": self.bot.text if self.bot else None,
                 "bot": self.bot.to_json() if self.bot else None, "notes": list(self.notes),
+                "caveats": list(self.caveats), "headline_caveats": headline_caveats(self.caveats),
+                "cbts": {"present": self.cbts.present, "acts": self.cbts.acts,
+                         "run": False, "why": self.cbts.why},
                 "started": {n: d.why for n, d in self.decisions.items() if d.started},
                 "not_started": sum(1 for d in self.decisions.values() if not d.started)}
+
+
+def headline_caveats(caveats: Iterable[str]) -> list[str]:
+    """The caveats as a headline carries them: the gate-rules one whole (every answer that
+    depends on the gates says it), the others up to their first colon."""
+    return [c if c == GATES_UNKNOWN else c.split(": ", 1)[0] for c in caveats]
 
 
 class _Set:
@@ -158,7 +174,9 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     (jenkins/L0_Test.groovy at 11ea7cc; trtllm-ci.md sections 5 and 7)."""
     active = [s for s in stages if not s.disabled]
     names = [s.name for s in active]
-    multi = [s.name for s in active if s.is_multi_gpu and not s.is_post_merge]
+    on_demand = {s.name for s in active if s.is_on_demand}
+    multi = [s.name for s in active if s.is_multi_gpu and not s.is_post_merge
+             and s.name not in on_demand]
     multi_pm = [s.name for s in active if s.is_multi_gpu and s.is_post_merge]
     post = [s.name for s in active if s.is_post_merge]
     changed = tuple(changed_paths)
@@ -166,7 +184,8 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     b = bot or BotCommand()
     st = _Set()
     # parallelJobs - multiGpuJobs - postMergeJobs
-    st.add((n for n in names if n not in set(multi) | set(post)), "base",
+    # parallelJobs - multiGpuJobs - postMergeJobs - onDemandJobs (aebac710)
+    st.add((n for n in names if n not in set(multi) | set(post) | on_demand), "base",
            "base set: no Post-Merge and no N_GPUs in the name")
     st.out.update({n: ("multi-gpu-closed", "multi-GPU stage; no changed file is on the "
                        "multi-GPU path list") for n in multi})
@@ -175,8 +194,8 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     if gates.multi_gpu:
         st.add(multi, "multi-gpu-path", f"multi-GPU path list: {gates.multi_gpu_hits[0]!r} "
                                         "is in the changed files")
-    for tag, path in gates.tags:
-        st.add((n for n in names if tag in n), f"auto-trigger:{tag}",
+    for tag, path in gates.tags:  # (parallelJobs - onDemandJobs).findAll { contains(tag) }
+        st.add((n for n in names if tag in n and n not in on_demand), f"auto-trigger:{tag}",
                f"auto-trigger tag {tag} opened by {path}")
     if b.post_merge:
         st.add([*multi, *post], "post-merge-flag", "--post-merge")
@@ -207,6 +226,9 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
         st.keep((n for n in list(st.inn) if not any(t in n for t in drop)), "group",
                 f"only {gates.group} files changed: stages with {' or '.join(drop)} are "
                 "dropped")
+    # parallelJobsFiltered -= onDemandJobs: out of every automatic path, bot flags included
+    st.keep((n for n in list(st.inn) if n not in on_demand), "on-demand", ON_DEMAND)
+    st.out.update({n: ("on-demand", ON_DEMAND) for n in on_demand})
     if b.stage_list is not None:
         _check_patterns(b.stage_list, names, "--stage-list")
         st.replace((n for n in names if any(stage_matches(n, p) for p in b.stage_list)),
@@ -216,8 +238,15 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
         for p in b.extra_stage:
             st.add((n for n in names if stage_matches(n, p)), "extra-stage", f"--extra-stage {p}")
     notes += [f"{f} noted: it changes no stage" for f in b.noted]
+    caveats = [] if triggers.known else [GATES_UNKNOWN]
+    cbts = cbts_state(triggers.cbts, bot, changed)
+    if cbts.acts:
+        caveats.append(cbts.why)
+    elif cbts.present:
+        notes.append(cbts.why)
     decisions = {n: st.decision(n) for n in names}
-    return PrPipeline(decisions, gates, bot, tuple(notes), frozenset(st.inn), changed)
+    return PrPipeline(decisions, gates, bot, tuple(notes), frozenset(st.inn), changed,
+                      tuple(caveats), cbts)
 
 
 def _backend_keep(names: list[str], backends: tuple[str, ...]) -> list[str]:
@@ -282,7 +311,9 @@ def stage_placements(stages: Iterable[Stage], triggers: Triggers) -> dict[str, P
     every = pr_stages(stages, triggers, gate_probe_paths(triggers), GATE_FLAGS)
     out = {}
     for n, d in none.decisions.items():
-        if d.started:
+        if d.rules == ("on-demand",):
+            out[n] = Placement("gated", ON_DEMAND)
+        elif d.started:
             out[n] = Placement("pre-merge", d.why)
         elif every.starts(n):
             out[n] = Placement("gated", "gated: " + ", ".join(

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 NO_LOC = SourceLoc("", 0)
 MULTI_GPU_RE = re.compile(r"\d+_GPUs")
+ON_DEMAND_TAG = "-OnDemand-"
 _BACKENDS = (("-PyTorch-", "pytorch"), ("-CPP-", "cpp"), ("-Triton-", "triton"),
              ("-FMHA-", "fmha"), ("-AutoDeploy-", "autodeploy"), ("-Generic-", "generic"),
              ("-Verl-", "verl"), ("-TensorRT-", "tensorrt"))
@@ -50,6 +51,12 @@ class Stage:
     @property
     def is_multi_gpu(self) -> bool:
         return bool(MULTI_GPU_RE.search(self.name))
+
+    @property
+    def is_on_demand(self) -> bool:
+        """``-OnDemand-`` (L0_Test.groovy at aebac710): out of every automatic selection;
+        only ``/bot run --stage-list`` or ``--extra-stage`` starts it."""
+        return ON_DEMAND_TAG in self.name
 
     @property
     def is_perf(self) -> bool:

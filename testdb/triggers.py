@@ -18,13 +18,15 @@ class Triggers:
 
     ``source`` is the file the rules were read from (``jenkins/L0_MergeRequest.groovy``, a
     ``ci/pr-triggers.yml`` or a ``--triggers`` file); ``""`` means none was found, and then
-    the empty rules are a guess that every answer must own up to (``known``)."""
+    the empty rules are a guess that every answer must own up to (``known``). ``cbts`` rides
+    along because it is a gate of the same pipeline (getCbtsResult in L0_MergeRequest)."""
 
     multi_gpu_paths: tuple[str, ...] = ()
     auto_trigger: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path prefix, stage-name tags)
     # only_one_group_changed: (group, path prefixes), in the order L0_MergeRequest tries them
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     source: str = ""
+    cbts: str = ""  # the checkout's CBTS entry point (testdb.cbts); "" when it has none
 
     @property
     def tags(self) -> tuple[str, ...]:
