@@ -51,10 +51,13 @@ class CbtsState:
     why: str
 
 
+NO_CBTS = CbtsState(False, False, "")
+
+
 def cbts_state(where: str, bot: BotCommand | None, changed: tuple[str, ...]) -> CbtsState:
     """``where``: the CBTS entry point found in the checkout ("" when none)."""
     if not where:
-        return CbtsState(False, False, "")
+        return NO_CBTS
     b = bot or BotCommand()
     if b.disable_cbts:
         return CbtsState(True, False, "CBTS off: --disable-cbts forces a full run")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from testdb.botcmd import BotCommand
-from testdb.cbts import CbtsState, cbts_state
+from testdb.cbts import NO_CBTS, CbtsState, cbts_state
 from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
 from testdb.triggers import GATES_UNKNOWN
@@ -110,7 +110,7 @@ class PrPipeline:
     # What qualifies every answer built on this pipeline (gate rules unknown, CBTS may narrow
     # it): shown in the headline and the JSON, never left to a note alone.
     caveats: tuple[str, ...] = ()
-    cbts: CbtsState = CbtsState(False, False, "")
+    cbts: CbtsState = NO_CBTS
 
     def starts(self, stage: str) -> bool:
         return stage in self.started
