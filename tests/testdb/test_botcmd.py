@@ -26,7 +26,12 @@ from testdb.botcmd import BotCommand, BotCommandError, parse, render, scan, spli
     ("/bot run --add-multi-gpu-test", {"add_multi_gpu": True}),
     ("/bot run --disable-multi-gpu-test", {"disable_multi_gpu": True}),
     ("/bot run --only-multi-gpu-test", {"only_multi_gpu": True}),
-    ("/bot run --multi-gpu-test", {"only_multi_gpu": True}),  # L0_MergeRequest's alias
+    # L0_MergeRequest (11ea7cc3): only_multi_gpu_test || multi_gpu_test (ENABLE_MULTI_GPU_TEST)
+    ("/bot run --multi-gpu-test", {"only_multi_gpu": True}),
+    # the real flags missing before (issue 23): one with an effect, two that change no stage
+    ("/bot run --disable-cbts", {"disable_cbts": True}),
+    ("/bot run --disable-reuse-test --high-priority",
+     {"noted": ("--disable-reuse-test", "--high-priority")}),
     ("/bot run --post-merge", {"post_merge": True}),
     ("/bot run --skip-test", {"skip_test": True}),
     ("/bot run --disable-fail-fast --detailed-log --debug",
@@ -55,6 +60,7 @@ def test_grammar_accepts(text: str, fields: dict[str, Any]) -> None:
     ('/bot run --gpu-type ""', 21, "--gpu-type got an empty list"),
     ("/bot run --stage-list=", 23, "--stage-list got an empty list"),
     ("/bot run --post-merge=yes", 22, "--post-merge takes no value"),
+    ("/bot run --disable-cbts=1", 24, "--disable-cbts takes no value"),
     ("/bot run A10-PyTorch-1", 10, "unexpected word 'A10-PyTorch-1'"),
     ("/bot kill", 1, "expected `/bot run`"),
     ("/bot", 1, "expected `/bot run`"),
@@ -88,6 +94,7 @@ def test_split_list(value: str, items: tuple[str, ...]) -> None:
     "/bot run",
     '/bot run --stage-list "A, B*" --gpu-type A30 --add-multi-gpu-test --post-merge',
     '/bot run --extra-stage "X-1" --test-backend "pytorch" --disable-multi-gpu-test --debug',
+    "/bot run --disable-cbts --high-priority --post-merge",
 ])
 def test_render_round_trips(text: str) -> None:
     cmd = parse(text)

@@ -276,3 +276,39 @@ def test_corpus_placements_match_the_stage_names() -> None:
         else:
             tagged = any(t in s.name for t in idx.triggers.tags)
             assert placements[s.name].verdict == ("gated" if tagged else "post-merge-only")
+
+
+# ---- -OnDemand- stages (L0_Test.groovy at aebac710; issue 23, item 2) --------------------------
+
+OD_MULTI, OD_SINGLE = "DGX_H100-4_GPUs-PyTorch-DeepSeek-OnDemand-1", "A10-PyTorch-OnDemand-1"
+OD_STAGES = [*STAGES, Stage(OD_MULTI, "p", "c"), Stage(OD_SINGLE, "p", "c")]
+
+
+@pytest.mark.parametrize(("paths", "bot", "expected"), [
+    # TRAP: every automatic path (base set, multi-GPU path list, auto-trigger tag, multi-GPU
+    # and post-merge flags) leaves them out: parallelJobsFiltered -= onDemandJobs
+    ([], None, set()),
+    (["tensorrt_llm/mapping.py"], None, set()),
+    ([DEEPSEEK], None, set()),
+    (OTHER, "/bot run --add-multi-gpu-test", set()),
+    (OTHER, "/bot run --post-merge", set()),
+    (OTHER, "/bot run --only-multi-gpu-test --post-merge", set()),
+    (OTHER, '/bot run --gpu-type "DGX_H100, A10"', set()),
+    # GUARDED: only --stage-list or --extra-stage starts them
+    (OTHER, f"/bot run --extra-stage {OD_MULTI}", {OD_MULTI}),
+    (OTHER, "/bot run --stage-list *OnDemand*", {OD_MULTI, OD_SINGLE}),
+])
+def test_on_demand_stages(paths: list[str], bot: str | None, expected: set[str]) -> None:
+    p = pr_stages(OD_STAGES, TRIGGERS, paths, parse(bot) if bot else None)
+    assert {OD_MULTI, OD_SINGLE} & p.started == expected
+    for n in {OD_MULTI, OD_SINGLE} - expected:
+        assert p.why(n) == "on demand: only `/bot run --stage-list`/`--extra-stage` starts it"
+
+
+def test_on_demand_placement_names_its_reason_not_a_flag() -> None:
+    placements = stage_placements(OD_STAGES, TRIGGERS)
+    for n in (OD_MULTI, OD_SINGLE):
+        assert (placements[n].verdict, placements[n].why) == (
+            "gated", "on demand: only `/bot run --stage-list`/`--extra-stage` starts it")
+    # the other multi-GPU stages stay gated by their flag
+    assert "--add-multi-gpu-test" in placements["DGX_H100-4_GPUs-PyTorch-Others-1"].why

@@ -1,0 +1,48 @@
+"""The pipeline's caveats (gate rules unknown, CBTS may narrow) reach the audit's first line,
+its JSON and its notes; a guarded audit never reads green on them (issue 23, items 3, 5)."""
+
+from __future__ import annotations
+
+from auditor.model import Audit, BehaviourResult
+from reports.render_audit import audit_json, audit_text, headline_colour
+from testdb.botcmd import parse
+from testdb.cbts import CBTS_MAY_NARROW
+from testdb.pipeline import pr_stages
+from testdb.stages import Stage
+from testdb.triggers import GATES_UNKNOWN, Triggers
+
+STAGES = [Stage("A10-PyTorch-1", "a10", "l0_a10")]
+
+
+def guarded_audit(triggers: Triggers, bot: str = "/bot run") -> Audit:
+    pipe = pr_stages(STAGES, triggers, ["a.py"], parse(bot))
+    b = BehaviourResult("a.py", "a", "f", "function", "modified", 1, (1,), (), ("x",),
+                        verdict="pre-merge", pre_merge_guards=["t.py::test_f"])
+    return Audit(provenance={"diff": "x.diff"}, behaviours=[b], pipeline=pipe.to_json())
+
+
+def test_gate_rules_unknown_is_in_the_headline_json_and_notes() -> None:
+    a = guarded_audit(Triggers())
+    data = audit_json(a)
+    assert data["summary"]["sentence"] == \
+        f"The behaviour change is guarded pre-merge ({GATES_UNKNOWN})"
+    assert data["pipeline"]["caveats"] == [GATES_UNKNOWN]
+    assert headline_colour(data["summary"]) == "yellow"  # TRAP: not green on a guess
+    text = audit_text(data)
+    assert text.splitlines()[0].endswith(f"({GATES_UNKNOWN})")
+    assert f"note: {GATES_UNKNOWN}"[:60] in text
+    assert "gate rules unknown: none are read" in text
+
+
+def test_cbts_may_narrow_a_green_headline() -> None:
+    where = "jenkins/scripts/cbts/main.py"
+    a = guarded_audit(Triggers(source="ci/pr-triggers.yml", cbts=where))
+    data = audit_json(a)
+    assert data["summary"]["sentence"].endswith("(CBTS may narrow this PR's stages)")
+    assert headline_colour(data["summary"]) == "yellow"
+    assert CBTS_MAY_NARROW.format(where=where) in data["pipeline"]["caveats"]
+    # GUARDED: known gates and CBTS off: a clean audit is green
+    off = audit_json(guarded_audit(Triggers(source="ci/pr-triggers.yml", cbts=where),
+                                   "/bot run --disable-cbts"))
+    assert off["summary"]["sentence"] == "The behaviour change is guarded pre-merge"
+    assert headline_colour(off["summary"]) == "green"
