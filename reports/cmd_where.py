@@ -59,6 +59,7 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         inventory = inventory if inventory is not None else build_static(index.root)
         records = [test_record(t) for t in where_query(index, pattern, inventory, unit_ids)]
         diagnostics = list(index.diagnostics)
+        src = index.sources
         listed: list[str] = list(index.schedule.placements)
     else:
         from testdb.index import locate
@@ -69,9 +70,12 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         require_test_lists(plan.src, opts.root)
         got = where_lookup(plan, pattern, use_cache=opts.use_cache)
         records, diagnostics, listed = got.records, got.diagnostics, got.listed
+        src = plan.src
+    from testdb.triggers import gate_caveats
     from testdb.whole import did_you_mean, unbalanced, whole_functions
 
     records = whole_functions(records, pattern, inventory)
+    caveats = gate_caveats(src.triggers if src is not None else None)
     nearest: list[str] = []
     if not records:
         if unbalanced(pattern):
@@ -84,12 +88,12 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
     # broken .test_durations is a warning (reports.unread.as_reported): exit 0.
     rc = report_diagnostics(diagnostics, quiet_warnings=True)
     if fmt == "json":
-        click.echo(dump_json(where_json(pattern, records, nearest)))
+        click.echo(dump_json(where_json(pattern, records, nearest, caveats)))
     elif fmt == "markdown":
-        click.echo(where_markdown(pattern, records, nearest))
+        click.echo(where_markdown(pattern, records, nearest, caveats))
     else:
-        click.echo(with_note(input_note(diagnostics),
-                             where_text(records, colour=use_colour(), nearest=nearest)))
+        click.echo(with_note(input_note(diagnostics), where_text(
+            records, colour=use_colour(), nearest=nearest, caveats=caveats)))
     return rc or (0 if records else 1)
 
 

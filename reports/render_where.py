@@ -13,7 +13,8 @@ INVALID_WORDS = "names no test in this checkout; CI ignores it"  # testdb.names.
 
 
 def where_json(pattern: str, records: list[dict[str, Any]],
-               nearest: list[str] | None = None) -> dict[str, Any]:
+               nearest: list[str] | None = None, caveats: tuple[str, ...] = ()
+               ) -> dict[str, Any]:
     """``records`` are ``testdb.query.test_record`` dicts, checked by
     ``testdb.whole.whole_functions`` (the text and markdown views read the same records, so
     every view shows the same facts)."""
@@ -21,7 +22,7 @@ def where_json(pattern: str, records: list[dict[str, Any]],
 
     return {"schema": WHERE_SCHEMA, "pattern": pattern, "summary": verdict_counts(records),
             "not_checked": not_checked_reason(records), "did_you_mean": list(nearest or []),
-            "tests": records}
+            "caveats": list(caveats), "tests": records}
 
 
 def summary_line(tests: list[dict[str, Any]]) -> str:
@@ -44,7 +45,7 @@ def _head_params(test_id: str) -> tuple[str, str]:
 
 
 def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 100,
-               nearest: list[str] | None = None) -> str:
+               nearest: list[str] | None = None, caveats: tuple[str, ...] = ()) -> str:
     if not tests:
         return _no_match(nearest)
     from testdb.whole import not_checked_reason
@@ -53,6 +54,7 @@ def where_text(tests: list[dict[str, Any]], colour: bool = False, width: int = 1
     unchecked = not_checked_reason(tests)
     if unchecked:
         out[0] += f" ({unchecked})"
+    out[0] += "".join(f" ({c})" for c in caveats)  # gate rules unknown: testdb.triggers
     for head, group in groupby(tests, key=lambda t: _head_params(t["id"])[0]):
         out.append(paint(head, None, colour, bold=True))
         for t in group:
@@ -164,7 +166,7 @@ def _wrap(lead: str, items: list[str], width: int) -> list[str]:
 
 
 def where_markdown(pattern: str, tests: list[dict[str, Any]],
-                   nearest: list[str] | None = None) -> str:
+                   nearest: list[str] | None = None, caveats: tuple[str, ...] = ()) -> str:
     out = [f"### `testdb where {pattern}`", ""]
     if not tests:
         return "\n".join([*out, _no_match([f"`{n}`" for n in nearest or []]).capitalize()
@@ -172,7 +174,8 @@ def where_markdown(pattern: str, tests: list[dict[str, Any]],
     from testdb.whole import not_checked_reason
 
     unchecked = not_checked_reason(tests)
-    out += [summary_line(tests) + (f" ({unchecked})" if unchecked else "") + ".", "",
+    out += [summary_line(tests) + (f" ({unchecked})" if unchecked else "")
+            + "".join(f" ({c})" for c in caveats) + ".", "",
             "| test | verdict | stages (shard) | lines |", "|---|---|---|---|"]
     for t in tests:
         stages = sorted({f"{r['name']} ({r['shard']}/{r['splits']}, {r['class']}"

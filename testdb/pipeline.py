@@ -11,7 +11,7 @@ from testdb.botcmd import BotCommand
 from testdb.cbts import NO_CBTS, CbtsState, cbts_state
 from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
-from testdb.triggers import GATES_UNKNOWN
+from testdb.triggers import GATES_UNKNOWN, gate_caveats
 
 if TYPE_CHECKING:
     from testdb.triggers import Triggers
@@ -238,7 +238,7 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
         for p in b.extra_stage:
             st.add((n for n in names if stage_matches(n, p)), "extra-stage", f"--extra-stage {p}")
     notes += [f"{f} noted: it changes no stage" for f in b.noted]
-    caveats = [] if triggers.known else [GATES_UNKNOWN]
+    caveats = list(gate_caveats(triggers.source))
     cbts = cbts_state(triggers.cbts, bot, changed)
     if cbts.acts:
         caveats.append(cbts.why)

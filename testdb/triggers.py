@@ -35,3 +35,9 @@ class Triggers:
     @property
     def known(self) -> bool:
         return bool(self.source)
+
+
+def gate_caveats(source: str | None) -> tuple[str, ...]:
+    """What an answer built on the gates of ``source`` (the gates file found or given; None
+    when there is none) must say of them."""
+    return () if source else (GATES_UNKNOWN,)

@@ -3,13 +3,23 @@ its JSON and its notes; a guarded audit never reads green on them (issue 23, ite
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
 from auditor.model import Audit, BehaviourResult
+from reports.cli import cli
 from reports.render_audit import audit_json, audit_text, headline_colour
 from testdb.botcmd import parse
 from testdb.cbts import CBTS_MAY_NARROW
 from testdb.pipeline import pr_stages
 from testdb.stages import Stage
 from testdb.triggers import GATES_UNKNOWN, Triggers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "testdb"))  # the shared helpers
+from tdb_helpers import small_checkout
 
 STAGES = [Stage("A10-PyTorch-1", "a10", "l0_a10")]
 
@@ -46,3 +56,20 @@ def test_cbts_may_narrow_a_green_headline() -> None:
                                    "/bot run --disable-cbts"))
     assert off["summary"]["sentence"] == "The behaviour change is guarded pre-merge"
     assert headline_colour(off["summary"]) == "green"
+
+
+def test_where_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
+    def where(root: Path, fmt: str) -> str:
+        r = CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "where", "a.py::test_a",
+                                     "--format", fmt], standalone_mode=False,
+                               catch_exceptions=False)
+        return r.output
+
+    bare = small_checkout(tmp_path / "bare")
+    assert json.loads(where(bare, "json"))["caveats"] == [GATES_UNKNOWN]
+    assert where(bare, "text").splitlines()[0].endswith(f"({GATES_UNKNOWN})")
+    # GUARDED: gates found in the checkout: nothing to own up to
+    gated = small_checkout(tmp_path / "gated", {
+        "ci/pr-triggers.yml": "multi_gpu_file_changed:\n  related_paths: [cpp/]\n"})
+    assert json.loads(where(gated, "json"))["caveats"] == []
+    assert GATES_UNKNOWN not in where(gated, "text")
