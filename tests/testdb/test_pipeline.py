@@ -312,3 +312,25 @@ def test_on_demand_placement_names_its_reason_not_a_flag() -> None:
             "gated", "on demand: only `/bot run --stage-list`/`--extra-stage` starts it")
     # the other multi-GPU stages stay gated by their flag
     assert "--add-multi-gpu-test" in placements["DGX_H100-4_GPUs-PyTorch-Others-1"].why
+
+
+def test_the_suggestion_for_an_on_demand_guard_names_the_stage_not_a_flag() -> None:
+    from types import SimpleNamespace
+
+    from auditor.model import Finding
+    from auditor.suggest import suggest
+
+    index = SimpleNamespace(stages=OD_STAGES, triggers=TRIGGERS, durations={},
+                            schedule=SimpleNamespace(stages={}))
+    pipe = pr_stages(OD_STAGES, TRIGGERS, OTHER)
+    # TRAP: the guard runs only in the on-demand multi-GPU stage: --add-multi-gpu-test would
+    # not start it, so no alternative may offer that flag
+    only_od = [Finding("error", "no-pre-merge-guard", "a.py", 1, "m", stages=(OD_MULTI,))]
+    got = suggest(index, pipe, only_od)  # type: ignore[arg-type]
+    assert got["command"] == f'/bot run --extra-stage "{OD_MULTI}"'
+    assert "alternative" not in got
+    # GUARDED: a guard in an ordinary multi-GPU stage keeps its flag alternative
+    multi = [Finding("error", "no-pre-merge-guard", "a.py", 1, "m",
+                     stages=("DGX_H100-4_GPUs-PyTorch-Others-1",))]
+    alt = suggest(index, pipe, multi)["alternative"]  # type: ignore[arg-type]
+    assert "--add-multi-gpu-test" in alt["command"]
