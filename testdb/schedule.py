@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from testdb.grammar import Entry
 from testdb.matching import match
@@ -13,9 +13,28 @@ from testdb.model import Block, Context, QaList
 from testdb.pipeline import stage_placements
 from testdb.shards import item_sort_name, least_duration, shard_durations
 from testdb.stages import Stage, stage_facts
+from testdb.triggers import Triggers
 
-if TYPE_CHECKING:  # the index imports this module to build its schedule
-    from testdb.index import Index
+
+class Plan(Protocol):
+    """What a schedule is built from: a ``testdb.index.Index`` (named by shape, not imported:
+    the index imports this module to build its schedule, and no import cycle may form)."""
+
+    @property
+    def waives(self) -> tuple[Entry, ...]: ...
+    @property
+    def stages(self) -> tuple[Stage, ...]: ...
+    @property
+    def triggers(self) -> Triggers: ...
+    @property
+    def durations(self) -> dict[str, float]: ...
+    @property
+    def platform_facts(self) -> dict[str, dict[str, object]]: ...
+    @property
+    def qa_lists(self) -> tuple[QaList, ...]: ...
+    @property
+    def contexts(self) -> dict[str, Context]: ...
+    def l0_contexts(self) -> list[Context]: ...
 
 # `invalid` (last: worse than any): a listed name that names no test of the checkout, which
 # CI ignores (testdb.names); the schedule never gives it, a check against the sources does.
@@ -227,7 +246,7 @@ class Placements(Mapping[str, list[Placement]]):
         return len(self._by_test())
 
 
-def build_schedule(index: Index) -> Schedule:
+def build_schedule(index: Plan) -> Schedule:
     sched = Schedule()
     waives = WaiveIndex(index.waives)
     placements = stage_placements(index.stages, index.triggers)
