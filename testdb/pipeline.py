@@ -171,7 +171,8 @@ class _Set:
 def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterable[str],
               bot: BotCommand | None = None) -> PrPipeline:
     """The stages this PR's pipeline starts, in ``launchTestJobs``'s order of rules
-    (jenkins/L0_Test.groovy at 11ea7cc; trtllm-ci.md sections 5 and 7)."""
+    (jenkins/L0_Test.groovy at 11ea7cc, the on-demand rule at aebac710; trtllm-ci.md sections
+    5, 7 and 11), with the caveats every answer built on it must carry."""
     active = [s for s in stages if not s.disabled]
     names = [s.name for s in active]
     on_demand = {s.name for s in active if s.is_on_demand}
@@ -183,8 +184,7 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     gates = open_gates(changed, triggers)
     b = bot or BotCommand()
     st = _Set()
-    # parallelJobs - multiGpuJobs - postMergeJobs
-    # parallelJobs - multiGpuJobs - postMergeJobs - onDemandJobs (aebac710)
+    # parallelJobs - multiGpuJobs - postMergeJobs - onDemandJobs (the last since aebac710)
     st.add((n for n in names if n not in set(multi) | set(post) | on_demand), "base",
            "base set: no Post-Merge and no N_GPUs in the name")
     st.out.update({n: ("multi-gpu-closed", "multi-GPU stage; no changed file is on the "
