@@ -54,7 +54,8 @@ def render_text(d: dict[str, Any]) -> str:
         f"stages          {d['stages']} enabled, {d['stages_disabled']} disabled; "
         f"{d['durations']} recorded durations",
         f"test ids        {d['test_ids']}: "
-        + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())) + _checked(d),
+        + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())) + _checked(d)
+        + "".join(f" ({c})" for c in d.get("caveats") or ()),
     ]
     for s in d["skipped_files"]:
         lines.append(f"skipped         {s['path']}: {s['reason']}")

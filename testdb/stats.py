@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from testdb.files import read_cache, write_cache
 from testdb.stamp import cache_dir
+from testdb.triggers import gate_caveats
 
 if TYPE_CHECKING:
     from testdb.index import Index
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 # rest of the command.
 
 STATS_SCHEMA = "testdb-audit/stats@1"
-_CACHE_VERSION = 2  # 2: verdicts checked against the sources, and how ("names")
+_CACHE_VERSION = 3  # 2: verdicts checked against the sources, and how ("names"); 3: caveats
 
 # (path, line, severity, message, rule): a diagnostic as the stats cache keeps it
 DiagRow = tuple[str, int, str, str, str]
@@ -87,6 +88,7 @@ def compute_stats(index: Index, checker: Any = None) -> dict[str, Any]:
         "stages_disabled": sum(1 for s in index.stages if s.disabled),
         "test_ids": len(sched.placements) if sched else 0,
         "verdicts": dict(verdicts),
+        "caveats": list(gate_caveats(index.triggers.source)),  # the verdicts rest on the gates
         "names": names,
         "skipped_files": [{"path": s.path, "reason": s.reason} for s in index.skipped],
         "errors": sev[Severity.ERROR.value],

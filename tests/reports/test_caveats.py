@@ -73,3 +73,17 @@ def test_where_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
         "ci/pr-triggers.yml": "multi_gpu_file_changed:\n  related_paths: [cpp/]\n"})
     assert json.loads(where(gated, "json"))["caveats"] == []
     assert GATES_UNKNOWN not in where(gated, "text")
+
+
+def test_stats_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
+    def stats(root: Path, fmt: str) -> str:
+        return CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "stats", "--format",
+                                        fmt], standalone_mode=False,
+                                  catch_exceptions=False).output
+
+    bare = small_checkout(tmp_path / "bare")
+    assert json.loads(stats(bare, "json"))["caveats"] == [GATES_UNKNOWN]
+    assert f"({GATES_UNKNOWN})" in stats(bare, "text")
+    gated = small_checkout(tmp_path / "gated", {
+        "ci/pr-triggers.yml": "multi_gpu_file_changed:\n  related_paths: [cpp/]\n"})
+    assert json.loads(stats(gated, "json"))["caveats"] == []
