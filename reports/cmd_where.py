@@ -71,11 +71,12 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
         got = where_lookup(plan, pattern, use_cache=opts.use_cache)
         records, diagnostics, listed = got.records, got.diagnostics, got.listed
         src = plan.src
-    from testdb.triggers import gate_caveats
+    from testdb.caveats import verdict_caveats
     from testdb.whole import did_you_mean, unbalanced, whole_functions
 
     records = whole_functions(records, pattern, inventory)
-    caveats = gate_caveats(src.triggers if src is not None else None)
+    caveats = verdict_caveats(src.triggers if src is not None else None,
+                              (r["verdict"] for r in records))
     nearest: list[str] = []
     if not records:
         if unbalanced(pattern):

@@ -7,9 +7,9 @@ import os
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from testdb.caveats import verdict_caveats
 from testdb.files import read_cache, write_cache
 from testdb.stamp import cache_dir
-from testdb.triggers import gate_caveats
 
 if TYPE_CHECKING:
     from testdb.index import Index
@@ -88,7 +88,7 @@ def compute_stats(index: Index, checker: Any = None) -> dict[str, Any]:
         "stages_disabled": sum(1 for s in index.stages if s.disabled),
         "test_ids": len(sched.placements) if sched else 0,
         "verdicts": dict(verdicts),
-        "caveats": list(gate_caveats(index.triggers.source)),  # the verdicts rest on the gates
+        "caveats": list(verdict_caveats(index.triggers.source, verdicts)),  # rests on the gates
         "names": names,
         "skipped_files": [{"path": s.path, "reason": s.reason} for s in index.skipped],
         "errors": sev[Severity.ERROR.value],

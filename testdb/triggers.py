@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# What every answer that depends on the gates says when no rules were found (issue 23).
-GATES_UNKNOWN = ("gate rules unknown: no L0_MergeRequest.groovy or --triggers; multi-GPU and "
-                 "auto-trigger stages are assumed not to start")
+from testdb.caveats import GATES_UNKNOWN as GATES_UNKNOWN  # re-exported
+from testdb.caveats import gate_caveats as gate_caveats
 
 
 @dataclass(frozen=True)
@@ -36,8 +35,3 @@ class Triggers:
     def known(self) -> bool:
         return bool(self.source)
 
-
-def gate_caveats(source: str | None) -> tuple[str, ...]:
-    """What an answer built on the gates of ``source`` (the gates file found or given; None
-    when there is none) must say of them."""
-    return () if source else (GATES_UNKNOWN,)

@@ -666,7 +666,9 @@ def test_a_head_file_that_does_not_parse_cannot_be_judged(run_cli, ranked: Path)
     assert err["message"].startswith(
         f"tensorrt_llm/attention.py:{line}: the changed file does not parse (")
     assert "its behaviour cannot be judged" in err["message"]
-    assert data["summary"]["sentence"] == "1 of 1 behaviour change has no pre-merge guard"
+    # the fixture has no gate rules: the headline says so (testdb.caveats)
+    assert data["summary"]["sentence"].startswith("1 of 1 behaviour change has no pre-merge "
+                                                  "guard (gate rules unknown")
 
 
 def test_a_value_no_importer_carries_says_why_nothing_links(run_cli, ranked: Path) -> None:  # type: ignore[no-untyped-def]

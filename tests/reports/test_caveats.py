@@ -59,20 +59,24 @@ def test_cbts_may_narrow_a_green_headline() -> None:
 
 
 def test_where_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
-    def where(root: Path, fmt: str) -> str:
-        r = CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "where", "a.py::test_a",
+    def where(root: Path, pattern: str, fmt: str) -> str:
+        r = CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "where", pattern,
                                      "--format", fmt], standalone_mode=False,
                                catch_exceptions=False)
         return r.output
 
     bare = small_checkout(tmp_path / "bare")
-    assert json.loads(where(bare, "json"))["caveats"] == [GATES_UNKNOWN]
-    assert where(bare, "text").splitlines()[0].endswith(f"({GATES_UNKNOWN})")
-    # GUARDED: gates found in the checkout: nothing to own up to
+    # TRAP: post-merge-only may be wrong without the rules (an auto-trigger tag no rule names
+    # could open the stage): the first line and the JSON say so
+    assert json.loads(where(bare, "a.py::test_post", "json"))["caveats"] == [GATES_UNKNOWN]
+    assert where(bare, "a.py::test_post", "text").splitlines()[0].endswith(f"({GATES_UNKNOWN})")
+    # GUARDED: a pre-merge verdict holds without the rules (a PR that changes nothing starts
+    # the stage), and with the rules found nothing is owned up to
+    assert json.loads(where(bare, "a.py::test_a", "json"))["caveats"] == []
     gated = small_checkout(tmp_path / "gated", {
         "ci/pr-triggers.yml": "multi_gpu_file_changed:\n  related_paths: [cpp/]\n"})
-    assert json.loads(where(gated, "json"))["caveats"] == []
-    assert GATES_UNKNOWN not in where(gated, "text")
+    assert json.loads(where(gated, "a.py::test_post", "json"))["caveats"] == []
+    assert GATES_UNKNOWN not in where(gated, "a.py::test_post", "text")
 
 
 def test_stats_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
@@ -81,7 +85,7 @@ def test_stats_says_when_its_gates_are_unknown(tmp_path: Path) -> None:
                                         fmt], standalone_mode=False,
                                   catch_exceptions=False).output
 
-    bare = small_checkout(tmp_path / "bare")
+    bare = small_checkout(tmp_path / "bare")  # holds a post-merge-only test
     assert json.loads(stats(bare, "json"))["caveats"] == [GATES_UNKNOWN]
     assert f"({GATES_UNKNOWN})" in stats(bare, "text")
     gated = small_checkout(tmp_path / "gated", {
