@@ -38,7 +38,8 @@ def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | 
 
 def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
                        coverage: str | None, rules: str | None = None,
-                       bot_command: str | None = None) -> tuple[dict[str, Any], list[Any]]:
+                       bot_command: str | None = None, cbts: str = "note"
+                       ) -> tuple[dict[str, Any], list[Any]]:
     """The audit JSON and the diagnostics of the plan it judged with. ``bot_command``: the
     PR's ``/bot run ...`` comment; the audit judges under its pipeline. With ``head``, the
     plan and the test sources are those of that commit (``plan_tree``)."""
@@ -47,8 +48,10 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     if bool(base) == bool(diff):
         raise UsageError("give either --base REV (a git range) or --diff FILE")
     bot = parse(bot_command) if bot_command is not None else None  # before any slow work
+    if cbts == "run" and not base:
+        raise UsageError("--cbts run needs --base: it runs the base commit's CBTS code")
     if head:
-        return _audit_commits(opts, base or "", head, coverage, rules, bot_command, bot)
+        return _audit_commits(opts, base or "", head, coverage, rules, bot_command, bot, cbts)
     from auditor.audit import run_audit
     from auditor.diff import from_diff_file, from_git
     from reports.render_audit import audit_json
@@ -56,12 +59,32 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     index = opts.index()  # the plan is the work tree's
     change = (from_diff_file(opts.root, diff) if diff
               else from_git(opts.root, base or "", None))  # base against the work tree
+    index = _with_cbts(index, change, opts.root, bot, cbts, [change.base or ""])
     data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
     return _stamped(data, index, opts.root, "work tree")
 
 
+def _with_cbts(index: Any, change: Any, repo: str, bot: BotCommand | None, mode: str,
+               rng: list[str]) -> Any:
+    """``--cbts run``: the index with the decision of the base commit's CBTS (testdb.cbts)
+    among its gates, for a change and command CBTS acts on; otherwise the index as it is.
+    ``rng``: the ``git diff`` range whose per-file diffs CBTS is given."""
+    from testdb.cbts import cbts_state, run_base_cbts
+
+    if mode != "run" or not cbts_state(index.triggers.cbts, bot, tuple(change.paths)).acts:
+        return index
+    from auditor.replay.gitsource import git
+
+    decision = run_base_cbts(
+        repo, change.base, index.root, list(change.paths),
+        lambda path: git(repo, "diff", *rng, "--", path),
+        post_merge=bool(bot and bot.post_merge))
+    return dataclasses.replace(index, triggers=dataclasses.replace(index.triggers,
+                                                                   cbts_decision=decision))
+
+
 def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules: str | None,
-                   bot_command: str | None, bot: BotCommand | None
+                   bot_command: str | None, bot: BotCommand | None, cbts: str = "note"
                    ) -> tuple[dict[str, Any], list[Any]]:
     """``audit --base --head``: judged in a tree of the head commit, or the answer kept for
     the same audit (``reports.audit_memo``)."""
@@ -70,7 +93,7 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
 
     change = from_git(opts.root, base, head)
     sha = change.head or head  # from_git resolves --head to its commit
-    key = _memo_key(opts, change, coverage, rules, bot_command)
+    key = _memo_key(opts, change, coverage, rules, bot_command) if cbts != "run" else None
     kept = audit_memo.get(key) if key is not None else None
     if kept is not None:
         return kept
@@ -93,6 +116,8 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
 
     with plan_tree(opts, sha, rules, tree_written) as (index, root, in_tree_rules):
         change = dataclasses.replace(change, root=root, checkout_side="head")
+        index = _with_cbts(index, change, opts.root, bot, cbts,
+                           [f"{change.base}...{change.head}"])
         data = audit_json(run_audit(index, change, graph=started.get("graph"),
                                     inventory=started.get("inventory"), coverage=coverage,
                                     rules=in_tree_rules, bot=bot))
@@ -123,6 +148,9 @@ def _stamped(data: dict[str, Any], index: Any, root: str, plan_from: str
     prov = data["provenance"]
     prov["root"] = root
     prov["plan_from"] = plan_from
+    decision = getattr(index.triggers, "cbts_decision", None)
+    if decision is not None:  # --cbts run: whose CBTS code decided, and what
+        prov["cbts"] = decision.to_json()
     data["diagnostics"] = [str(d) for d in index.diagnostics]
     return data, list(index.diagnostics)
 
@@ -192,10 +220,14 @@ def audit_options(f: _F) -> _F:
 @click.option("--fail-on", type=click.Choice(["error", "warning", "never"]), default="error",
               show_default=True, help="Exit 1 when findings at or above this severity exist.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write JSON here.")
+@click.option("--cbts", type=click.Choice(["note", "run"]), default="note", show_default=True,
+              help="CBTS (jenkins/scripts/cbts/) may narrow a PR's stages: `note` says so; "
+                   "`run` runs the BASE commit's CBTS offline (it executes that commit's "
+                   "code, never the PR head's) and judges under its decision.")
 @click.pass_obj
 def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
           coverage: str | None, rules: str | None, bot_command: str | None, fmt: str,
-          fail_on: str, output: str | None) -> int:
+          fail_on: str, output: str | None, cbts: str) -> int:
     """Find the behaviour a change makes, the tests that guard it, and whether they run
     before merge.
 
@@ -207,7 +239,7 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
           --bot-command '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"'
     """
     data, diagnostics = audit_from_options(opts, base, head, diff, coverage, rules,
-                                           bot_command)
+                                           bot_command, cbts)
     rc = report_diagnostics(diagnostics, quiet_warnings=True)  # errors before the result
     if output:
         from testdb.files import write_text_atomic

@@ -24,6 +24,7 @@ needs a touch database no checkout has. Where it would act, every answer carries
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from testdb.botcmd import BotCommand
@@ -67,3 +68,131 @@ def cbts_state(where: str, bot: BotCommand | None, changed: tuple[str, ...]) -> 
     if not changed:
         return CbtsState(True, False, "CBTS defers: no changed files")
     return CbtsState(True, True, CBTS_MAY_NARROW.format(where=where))
+
+
+# ---- `--cbts run`: the base commit's CBTS, offline --------------------------------------------
+
+MAIN = "jenkins/scripts/cbts/main.py"
+RUN_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class CbtsDecision:
+    """The decision JSON of one CBTS run (``main.py INPUT_JSON``'s stdout), and whose code made
+    it: ``base`` is the commit whose ``jenkins/scripts/cbts/`` ran (never the PR head's)."""
+
+    base: str
+    scope: str | None
+    affected_stages: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    test_db_dir_override: str | None = None
+    raw: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"base": self.base, "scope": self.scope,
+                "affected_stages": list(self.affected_stages), "reasons": list(self.reasons),
+                "test_db_dir_override": self.test_db_dir_override}
+
+
+def parse_decision(text: str, base: str) -> CbtsDecision:
+    """``_cbtsParseSelectionResult``: ``scope`` null is no decision (the full run)."""
+    import json
+
+    from testdb.errors import InputError, SourceLoc
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"CBTS printed no decision JSON ({exc.msg}): {text[:200]!r}",
+                         SourceLoc(MAIN), "run it by hand to see why, or drop --cbts run"
+                         ) from None
+    if not isinstance(data, dict):
+        raise InputError("CBTS's decision is not a JSON object", SourceLoc(MAIN))
+    stages = data.get("affected_stages") or []
+    reasons = data.get("reasons") or []
+    override = data.get("test_db_dir_override")
+    scope = data.get("scope")
+    return CbtsDecision(base, str(scope) if scope is not None else None,
+                        tuple(str(s) for s in stages), tuple(str(r) for r in reasons),
+                        str(override) if override else None, text)
+
+
+def glob_regex(glob: str) -> str:
+    """``_cbtsGlobToRegex`` (L0_MergeRequest.groovy at 11ea7cc3): an Ant-style glob as a
+    regex (``**/`` any directories, ``**`` anything, ``*`` and ``?`` within a segment)."""
+    import re
+
+    escaped = "".join(c if c in "*?" else re.escape(c) for c in glob)
+    return "^" + (escaped.replace("**/", "\0").replace("**", "\1").replace("*", "[^/]*")
+                  .replace("?", "[^/]").replace("\0", "(?:.*/)?").replace("\1", ".*")) + "$"
+
+
+def run_base_cbts(repo: str, base: str, plan_root: str, changed: list[str],
+                  diff_of: Callable[[str], str], post_merge: bool = False) -> CbtsDecision:
+    """Run the base commit's CBTS as ``getCbtsResult`` does: ``main.py --list-needed-diffs``,
+    the diffs of the changed files it asks for, then ``main.py INPUT_JSON``. Its code comes
+    from git objects of ``base`` (``git archive``), never from the work tree or the PR head;
+    the data it reads (``L0_Test.groovy``, the test-db YAMLs) are copies of the plan under
+    ``plan_root`` in a scratch directory, so nothing it writes lands in the checkout. This
+    executes the repository's code: only on request (``--cbts run``)."""
+    import io
+    import json
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    from testdb.errors import InputError, SourceLoc
+
+    def fail(msg: str) -> InputError:
+        return InputError(msg, SourceLoc(MAIN), "drop --cbts run to judge with the CBTS "
+                                                "caveat instead")
+
+    prefix = subprocess.run(["git", "-C", repo, "rev-parse", "--show-prefix"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    tree = subprocess.run(["git", "-C", repo, "archive", "--format=tar",
+                           f"{base}:{prefix}{os.path.dirname(MAIN)}"],
+                          capture_output=True, check=False)
+    if tree.returncode != 0:
+        raise fail(f"the base commit {base[:12]} has no {os.path.dirname(MAIN)}/: "
+                   f"{tree.stderr.decode(errors='replace').strip()[:200]}")
+    with tempfile.TemporaryDirectory(prefix="testdb-cbts-") as tmp:
+        code = os.path.join(tmp, os.path.dirname(MAIN))
+        os.makedirs(code)
+        with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as tar:
+            members = tar.getmembers()
+            if any(not (m.isfile() or m.isdir()) or os.path.isabs(m.name)
+                   or ".." in m.name.split("/") for m in members):
+                raise fail(f"{os.path.dirname(MAIN)}/ of {base[:12]} holds links or paths "
+                           "out of it; not extracted")
+            tar.extractall(code, members=members)  # plain files and directories only
+        for rel in ("jenkins/L0_Test.groovy", "tests/integration/test_lists/test-db"):
+            src = os.path.join(plan_root, rel)
+            dst = os.path.join(tmp, rel)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst)
+            elif os.path.isfile(src):
+                shutil.copyfile(src, dst)
+
+        def main(*args: str) -> str:
+            # -I: no PYTHONPATH, no user site, no current directory on sys.path
+            try:
+                proc = subprocess.run([sys.executable, "-I", os.path.join(tmp, MAIN), *args],
+                                      cwd=tmp, capture_output=True, text=True,
+                                      timeout=RUN_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired:
+                raise fail(f"CBTS ran past {RUN_TIMEOUT_S} s") from None
+            if proc.returncode != 0:
+                raise fail(f"CBTS of {base[:12]} exited {proc.returncode}: "
+                           f"{proc.stderr.strip()[-300:]}")
+            return proc.stdout
+
+        patterns = [p.strip() for p in main("--list-needed-diffs").splitlines() if p.strip()]
+        wanted = [re.compile(glob_regex(p)) for p in patterns]
+        diffs = {f: diff_of(f) for f in changed if any(w.match(f) for w in wanted)}
+        with open(os.path.join(tmp, "cbts_input.json"), "w", encoding="utf-8") as fh:
+            json.dump({"changed_files": changed, "diffs": diffs, "post_merge": post_merge}, fh)
+        return parse_decision(main("cbts_input.json"), base)  # as getCbtsResult calls it

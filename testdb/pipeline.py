@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from testdb.botcmd import BotCommand
-from testdb.cbts import NO_CBTS, CbtsState, cbts_state
+from testdb.cbts import NO_CBTS, CbtsDecision, CbtsState, cbts_state
 from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
 from testdb.triggers import GATES_UNKNOWN, gate_caveats
@@ -111,6 +111,7 @@ class PrPipeline:
     # it): shown in the headline and the JSON, never left to a note alone.
     caveats: tuple[str, ...] = ()
     cbts: CbtsState = NO_CBTS
+    cbts_decision: CbtsDecision | None = None  # the decision judged under (`--cbts run`)
 
     def starts(self, stage: str) -> bool:
         return stage in self.started
@@ -124,7 +125,9 @@ class PrPipeline:
                 "bot": self.bot.to_json() if self.bot else None, "notes": list(self.notes),
                 "caveats": list(self.caveats), "headline_caveats": headline_caveats(self.caveats),
                 "cbts": {"present": self.cbts.present, "acts": self.cbts.acts,
-                         "run": False, "why": self.cbts.why},
+                         "run": self.cbts_decision is not None, "why": self.cbts.why,
+                         "decision": (self.cbts_decision.to_json() if self.cbts_decision
+                                      else None)},
                 "started": {n: d.why for n, d in self.decisions.items() if d.started},
                 "not_started": sum(1 for d in self.decisions.values() if not d.started)}
 
@@ -240,13 +243,39 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     notes += [f"{f} noted: it changes no stage" for f in b.noted]
     caveats = list(gate_caveats(triggers.source))
     cbts = cbts_state(triggers.cbts, bot, changed)
-    if cbts.acts:
+    decision = triggers.cbts_decision
+    if cbts.acts and decision is not None:
+        caveats += _apply_cbts(st, decision, notes)
+    elif cbts.acts:
         caveats.append(cbts.why)
     elif cbts.present:
         notes.append(cbts.why)
     decisions = {n: st.decision(n) for n in names}
     return PrPipeline(decisions, gates, bot, tuple(notes), frozenset(st.inn), changed,
-                      tuple(caveats), cbts)
+                      tuple(caveats), cbts, decision if cbts.acts else None)
+
+
+def _apply_cbts(st: _Set, decision: CbtsDecision, notes: list[str]) -> list[str]:
+    """The base commit's CBTS decision on the stage set (``filterCbtsStageJobs``), read the
+    way that cannot make a guard green: a stage runs when the pipeline starts it **and** CBTS
+    lists it. The stages CI keeps besides (PackageSanityCheck, PerfSanity when required, CPU
+    stages in newer versions) or adds from its list are not counted; a narrowed test-db
+    (``test_db_dir_override``) is not applied but owned up to. Returns the caveats left."""
+    who = f"CBTS (the code of base {decision.base[:12]})"
+    if decision.scope is None:  # _cbtsParseSelectionResult: no decision, CI runs in full
+        why = "; ".join(decision.reasons) or "no reason given"
+        notes.append(f"{who} made no decision ({why}): every stage shown runs")
+        return []
+    affected = set(decision.affected_stages)
+    st.keep((n for n in list(st.inn) if n in affected), "cbts",
+            f"{who}, scope {decision.scope}: not among its affected stages")
+    notes.append(f"{who}, scope {decision.scope}: {len(affected)} affected stage(s); the "
+                 "others this PR would start do not run")
+    if decision.test_db_dir_override:
+        return [f"CBTS narrowed the test lists of its affected stages: "
+                f"{decision.test_db_dir_override} (test_db_dir_override) is not applied here, "
+                "so a guard in those stages may not run on this PR"]
+    return []
 
 
 def _backend_keep(names: list[str], backends: tuple[str, ...]) -> list[str]:

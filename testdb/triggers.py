@@ -6,9 +6,13 @@ it, and neither has to import the other (no import cycle index -> schedule -> pi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from testdb.caveats import GATES_UNKNOWN as GATES_UNKNOWN  # re-exported
 from testdb.caveats import gate_caveats as gate_caveats
+
+if TYPE_CHECKING:
+    from testdb.cbts import CbtsDecision
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class Triggers:
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     source: str = ""
     cbts: str = ""  # the checkout's CBTS entry point (testdb.cbts); "" when it has none
+    cbts_decision: CbtsDecision | None = None  # `--cbts run`: the base commit's CBTS decided
 
     @property
     def tags(self) -> tuple[str, ...]:

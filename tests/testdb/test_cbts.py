@@ -54,7 +54,8 @@ def test_a_checkout_with_cbts_carries_the_caveat_unless_it_is_off(tmp_path: Path
     assert CBTS_MAY_NARROW.format(where=CBTS_MAIN) in p.caveats
     assert "CBTS may narrow this PR's stages" in p.to_json()["headline_caveats"]
     assert p.to_json()["cbts"] == {"present": True, "acts": True, "run": False,
-                                   "why": CBTS_MAY_NARROW.format(where=CBTS_MAIN)}
+                                   "why": CBTS_MAY_NARROW.format(where=CBTS_MAIN),
+                                   "decision": None}
     # GUARDED: --disable-cbts runs every stage shown: no caveat, a note of why
     off = pr_stages(idx.stages, idx.triggers, ["a.py"], parse("/bot run --disable-cbts"))
     assert not any("CBTS" in c for c in off.caveats)
