@@ -7,7 +7,7 @@ from typing import Any
 
 from reports import charts
 from reports.comment import decided_words, guards_by_id
-from reports.render_audit import cost_text
+from reports.render_audit import RUNNER_UP_WORDS, cost_text
 from testdb.schedule import VERDICTS
 
 WEAK_LINK = "weak-link"  # runs pre-merge, guards nothing (auditor.evidence.CAN_GUARD)
@@ -64,8 +64,9 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
             "weak_links": any(g["verdict"] == WEAK_LINK for b in behaviours for g in b["guards"]),
             "bot": sug.get("command", ""),
             "bot_cost": _cost(sug),
-            "bot_alternative": (sug.get("alternative") or {}).get("command", ""),
-            "bot_alternative_cost": _cost(sug.get("alternative") or {}),
+            "bot_runner_up": (sug.get("runner_up") or {}).get("command", ""),
+            "bot_runner_up_cost": _cost(sug.get("runner_up") or {}),
+            "runner_up_words": RUNNER_UP_WORDS,
             "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
             "diff": p.get("diff") or "-"}
 
