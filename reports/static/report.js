@@ -20,6 +20,16 @@
   function loc(path, line) {
     return esc(path + ":" + line).split("/").join("/<wbr>");
   }
+  /* A test id or stage name that wraps only after ::, /, -, =, "," and before [ (reports/html.py
+   * id_breaks, the same points): never inside a name. */
+  function tid(s) {
+    return String(s).split(/(?=\[)/).map(function (part) {
+      return part.split(/(::|[\/=,]|(?<=[^\s-])-)/).reduce(function (acc, bit, i) {
+        if (i % 2 && acc.length) { acc[acc.length - 1] += bit; } else if (bit) { acc.push(bit); }
+        return acc;
+      }, []).map(esc).join("<wbr>");
+    }).join("<wbr>");
+  }
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
@@ -203,14 +213,14 @@
     var group = $("group");
     var toggle = $("not-premerge");
     var fileCol = { key: "file", label: "file", get: function (r) { return r.file; },
-      html: function (r) { return '<a class="file" href="#" data-file="' + esc(r.file) + '">' +
-        esc(r.file) + "</a>"; } };
+      html: function (r) { return '<a class="file tid" href="#" data-file="' + esc(r.file) +
+        '">' + tid(r.file) + "</a>"; } };
     var byFunction = [fileCol,
       { key: "function", label: "function", get: function (r) { return r.name; },
         html: function (r) {
           var id = parseTestId($("filter").value);
-          return '<a href="' + fnHref(r.f, r.n, id ? id.params : "") + '">' + esc(r.name) +
-            "</a>";
+          return '<a class="tid" href="' + fnHref(r.f, r.n, id ? id.params : "") + '">' +
+            tid(r.name) + "</a>";
         } }];
     var byFile = [fileCol, { key: "nfn", label: "functions", num: true,
       get: function (r) { return r.nfn; }, html: function (r) { return String(r.nfn); } }];
