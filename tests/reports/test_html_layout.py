@@ -153,6 +153,17 @@ def test_ids_wrap_only_at_safe_points_at_800px(pages: dict[str, Path], page: Pag
 
 
 @pytest.mark.browser
+def test_report_js_cuts_ids_where_html_py_does(pages: dict[str, Path], page: Page) -> None:
+    """The tables report.js draws wrap ids at the same points as the HTML the templates
+    write (the two implementations of one rule)."""
+    pg = page.open(pages["corpus"].as_uri())
+    ids = [FLASHINFER, "t.py::test[a=1-b=2,c]", "a:::b", "a--b", "-x", "x-", "[p]",
+           'unittest/_torch -k "not x-y"', "DGX_H100-4_GPUs-PyTorch-Others-1", "", "::"]
+    got = pg.evaluate("ids => ids.map(i => window.TESTDB_TID_PIECES(i))", ids)
+    assert got == [id_breaks(i) for i in ids]
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("width", [800, 1400])
 def test_nothing_spills_out_of_the_audit_card(pages: dict[str, Path], page: Page,
                                               width: int) -> None:
