@@ -127,6 +127,19 @@ def test_rank_and_pick(wants: list[set[str]], costs: dict[str, ShardCost], best:
         assert set(c.names) <= set().union(*wants)
 
 
+@pytest.mark.parametrize("wants, kept", [
+    # a need whose stages include all of another's is met whenever that one is
+    ([{"A"}, {"A", "B"}], [{"A"}]),
+    ([{"A", "B"}, {"B", "C"}], [{"A", "B"}, {"B", "C"}]),
+    ([{"A", "B"}, {"A", "B"}], [{"A", "B"}]),
+    ([{"A", "B", "C"}, {"C"}, {"B", "C"}], [{"C"}]),
+])
+def test_needs_met_by_another_are_dropped(wants: list[set[str]], kept: list[set[str]]) -> None:
+    from auditor.suggest import _minimal
+
+    assert _minimal([frozenset(w) for w in wants]) == [frozenset(k) for k in kept]
+
+
 def test_the_greedy_case_really_differs() -> None:
     """The exact case above is one where greedy (cost per need met) picks dearer."""
     wants = [frozenset("DB"), frozenset("DA"), frozenset("BC")]
