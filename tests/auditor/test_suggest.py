@@ -243,6 +243,16 @@ def test_guarded_the_cheaper_shard_that_runs_the_guard_is_chosen(run_cli: Run,
     # DGX_H100-PyTorch-Post-Merge-1 runs the guard and its neighbour: within 20%, the runner-up
     assert sug["runner_up"]["command"] == f'/bot run --extra-stage "{POST}"'
     assert sug["gpu_minutes"] < sug["runner_up"]["gpu_minutes"] <= 1.2 * sug["gpu_minutes"]
+    # the text and the comment show both, the cheapest first
+    rng = ["--base", "HEAD~1", "--head", "HEAD"]
+    text = run_cli("--root", str(root), "audit", *rng).out
+    assert (f'  /bot run --extra-stage "{guard}"\n    1 extra shard, ~{sug["gpu_minutes"]:g} '
+            f"GPU-min") in text
+    assert (f'  runner-up, within 20% of its GPU-minutes: /bot run --extra-stage "{POST}"'
+            in text)
+    comment = run_cli("--root", str(root), "comment", *rng).out
+    assert comment.index(f'"{guard}"') < comment.index(
+        "or the runner-up, within 20% of its GPU-minutes:") < comment.index(f'"{POST}"')
 
 
 def test_trap_a_stage_where_the_guard_is_waived_is_never_suggested(run_cli: Run,
