@@ -16,7 +16,7 @@ from auditor.promote import _unsplit as unsplit  # the budget's own stage groups
 from testdb.schedule import Schedule, StageSchedule
 
 __all__ = ["DEFAULT_BUDGET_MINUTES", "Rect", "file_chart", "guards_chart", "stacked",
-           "stage_groups"]
+           "stage_groups", "value_baseline"]
 
 FILES_SHOWN = 25  # file rows drawn open; the rest sit in a folded <details>
 CHAR_W = 6.7  # px per character of the 11 px monospace labels
@@ -75,13 +75,34 @@ def stage_groups(sched: Schedule, durations: Mapping[str, float],
     return cards
 
 
+VALUE_FONT = 10.0  # px: svg text.val in report.css
+_ASCENT, _DESCENT = 0.8 * VALUE_FONT, 0.25 * VALUE_FONT  # of the glyphs, from the baseline
+_CLEAR = 1.5  # px kept between a label's glyphs and the dashed line (its stroke is 1.5 px)
+
+
+def value_baseline(bar_top: float, budget_y: float | None) -> float:
+    """Where a bar's minutes label sits: 3 px above the bar, unless the dashed budget line
+    would cross its glyphs (a bar whose top is just under the line); then just above the line.
+    A bar over the budget has its top above the line, so its label is clear of it."""
+    base = bar_top - 3
+    if budget_y is None:
+        return base
+    top, bottom = base - _ASCENT - _CLEAR, base + _DESCENT + _CLEAR
+    if top <= budget_y <= bottom:
+        return round(budget_y - _DESCENT - _CLEAR - 0.5, 2)
+    return round(base, 2)
+
+
 def _stage_card(context: str, name: str, shards: list[StageSchedule],
                 durations: Mapping[str, float], budget_minutes: float) -> dict[str, Any]:
     budgeted = not shards[0].stage.is_post_merge and not any(s.missing_context for s in shards)
     budget_s = budget_minutes * 60
     largest = max(s.duration_s for s in shards)
     top = max(largest, budget_s if budgeted else 60.0) * 1.12
-    plot_h, top_pad, left, bar_w, gap = 64.0, 14.0, 40.0, 18.0 if len(shards) <= 6 else 13.0, 6.0
+    budget_label = f"{budget_minutes:g} min"
+    # the budget's label sits left of the axis, clear of the line's start
+    left = max(40.0, round(len(budget_label) * CHAR_W * VALUE_FONT / 11 + 8, 1))
+    plot_h, top_pad, bar_w, gap = 64.0, 14.0, 18.0 if len(shards) <= 6 else 13.0, 6.0
     width = left + len(shards) * (bar_w + gap) + gap
 
     def y_of(seconds: float) -> float:
@@ -102,15 +123,18 @@ def _stage_card(context: str, name: str, shards: list[StageSchedule],
                  + ("; its context is missing" if s.missing_context else ""))
         bars.append(Rect(left + gap + i * (bar_w + gap), round(top_pad + plot_h - h, 2), bar_w,
                          h, cls, title, f"{s.duration_s / 60:.0f}", round(s.duration_s / 60, 1)))
+    budget_y = round(y_of(budget_s), 2) if budgeted else None
+    labels = [value_baseline(b.y, budget_y) for b in bars]
     return {"name": name, "context": context, "verdict": shards[0].placement,
             "why": shards[0].why, "budgeted": budgeted, "shards": len(shards),
             "largest_min": minutes(largest), "over": budgeted and largest > budget_s,
             "empty": not any(s.entries for s in shards),
-            "width": round(width, 1), "height": top_pad + plot_h + 16, "bars": bars,
+            "width": round(width, 1), "height": top_pad + plot_h + 16,
+            "bars": bars, "label_ys": labels,
             "base_y": top_pad + plot_h, "tick_y": top_pad + plot_h + 12, "left": left,
-            "budget_y": round(y_of(budget_s), 2) if budgeted else None,
-            "budget_ty": round(y_of(budget_s) + 3, 2) if budgeted else None,
-            "budget_label": f"{budget_minutes:g} min"}
+            "budget_y": budget_y,
+            "budget_ty": round(budget_y + 3, 2) if budget_y is not None else None,
+            "budget_lx": round(left - 4, 1), "budget_label": budget_label}
 
 
 # ---- stacked bars of verdicts ------------------------------------------------------------------

@@ -129,7 +129,7 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
                               "note": note}) if fmt == "json" else note)
         return code
     if backend == "bot":
-        return _bot(rows, stage_list, post, repo, pr, api_url, fmt,
+        return _bot(opts.index(), rows, stage_list, post, repo, pr, api_url, fmt,
                     *_pipeline_of(opts, from_audit), skipped=skipped)
     rdir = Path(run_dir or os.path.join("testdb-runs", time.strftime("%Y%m%d-%H%M%S")))
     if dry_run:
@@ -153,9 +153,10 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
     return _show(results, fmt, allow_not_runnable)
 
 
-def _pipeline_of(opts: Any, from_audit: str | None) -> tuple[frozenset[str], Any]:
-    """The stages the PR's pipeline already starts and its own bot command: the audit's
-    (``--from``), or a plain ``/bot run`` of a PR that opens nothing."""
+def _pipeline_of(opts: Any, from_audit: str | None
+                 ) -> tuple[frozenset[str], Any, dict[str, Any] | None]:
+    """The stages the PR's pipeline already starts, its own bot command and the audit
+    (``--from``), or a plain ``/bot run`` of a PR that opens nothing and no audit."""
     from testdb.botcmd import parse
 
     if from_audit:
@@ -164,11 +165,11 @@ def _pipeline_of(opts: Any, from_audit: str | None) -> tuple[frozenset[str], Any
         data = read_audit(from_audit)
         text = (data.get("provenance") or {}).get("bot_command")
         return (frozenset((data.get("pipeline") or {}).get("started") or ()),
-                parse(text) if text else None)
+                parse(text) if text else None, data)
     from testdb.pipeline import pr_stages
 
     index = opts.index()
-    return pr_stages(index.stages, index.triggers, []).started, None
+    return pr_stages(index.stages, index.triggers, []).started, None, None
 
 
 def skipped_to_dict(s: Any) -> dict[str, str]:
@@ -184,19 +185,28 @@ def _say_skipped(skipped: list[Any], backend: str) -> None:
         click.echo(f"warning: skipped {s.test_id} ({s.verdict}): {s.reason}; {then}", err=True)
 
 
-def _bot(rows: list[Any], stage_list: bool, post: bool, repo: str | None, pr: int | None,
-         api_url: str, fmt: str, started: frozenset[str] = frozenset(),
-         base: Any = None, skipped: list[dict[str, str]] | None = None) -> int:
-    from auditor.launch.plan import bot_command, bot_stages
+def _bot(index: Any, rows: list[Any], stage_list: bool, post: bool, repo: str | None,
+         pr: int | None, api_url: str, fmt: str, started: frozenset[str] = frozenset(),
+         base: Any = None, audit: dict[str, Any] | None = None,
+         skipped: list[dict[str, str]] | None = None) -> int:
+    """The audit's own choice (auditor.suggest.choose) over its findings' needs, or over the
+    planned tests' with a PATTERN: the same line ``audit`` and ``comment`` print."""
+    from auditor.suggest import choose, needs_of_findings, needs_of_tests
 
-    cmd = bot_command(rows, replace=stage_list, started=started, base=base)
-    if not cmd:
+    have = frozenset() if stage_list else started
+    wants = needs_of_findings(audit, have) if audit is not None else []
+    if not wants:  # a pattern, or an audit whose findings name no stage (an older audit)
+        wants = needs_of_tests(index, [(r.item.test_id, (r.entry.test,)) for r in rows], have,
+                               replace_all=stage_list)
+    sug = choose(index, wants, base, stage_list=stage_list)
+    if not sug:
         raise UsageError("no CI stage runs the selected tests; the bot cannot run them")
+    cmd = sug["command"]
     posted = _post(cmd, repo, pr, api_url) if post else None
     if fmt == "json":
         click.echo(dump_json({
             "schema": BOT_SCHEMA, "command": cmd,
-            "stages": bot_stages(rows, replace=stage_list, started=started),
+            "stages": [r["stage"] for r in sug["stages"]], "suggestion": sug,
             "tests": [r.item.test_id for r in rows], "skipped": skipped or [],
             "posted": ({"action": posted.action, "id": posted.id, "url": posted.url}
                        if posted else None)}))

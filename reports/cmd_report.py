@@ -37,12 +37,13 @@ def _typed(decorator: Any) -> Callable[[F], F]:
 @click.option("--replay", "replay_file", type=click.Path(dir_okay=False),
               help="Replay JSON (`testdb replay RANGE -o FILE`): adds history.html.")
 @click.option("--budget-minutes", type=click.FloatRange(min=0, min_open=True),
-              default=DEFAULT_BUDGET_MINUTES, show_default=True,
+              default=None,
+              show_default=f"the --replay file's own, else {DEFAULT_BUDGET_MINUTES:g}",
               help="The pre-merge shard budget drawn on the shard charts (as `promote`).")
 @_typed(format_option("text", "json"))
 @click.pass_obj
 def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file: str | None,
-           replay_file: str | None, budget_minutes: float, fmt: str) -> int:
+           replay_file: str | None, budget_minutes: float | None, fmt: str) -> int:
     """Write a self-contained HTML coverage report (works offline, no CDN, pictures drawn at
     build time): per test file and function, parametrizations by verdict; each stage group's
     shard minutes against the pre-merge budget; lint; audit findings first when given.

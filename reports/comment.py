@@ -149,15 +149,15 @@ class _Comment:
             sug = {"command": f'/bot run --extra-stage "{", ".join(stages)}"', "stages": [
                 {"stage": s, "minutes": None} for s in stages], "shards": len(stages)}
         if sug:
-            from reports.render_audit import cost_text
+            from reports.render_audit import RUNNER_UP_WORDS, cost_text
 
             lines = ["", "**Run the missing guards before merge** (the exact shards that "
                      "schedule them):", "", "```", sug["command"], "```",
                      f"<sub>{cost_text(sug)}</sub>"]
-            alt = sug.get("alternative")
+            alt = sug.get("runner_up")
             if alt:
-                lines += ["", "or, with every multi-GPU stage:", "", "```", alt["command"],
-                          "```", f"<sub>{cost_text(alt)}</sub>"]
+                lines += ["", f"or the runner-up, {RUNNER_UP_WORDS}:", "", "```",
+                          alt["command"], "```", f"<sub>{cost_text(alt)}</sub>"]
             parts.append(_Part(lines))
         if self.results:
             rows = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections import Counter, defaultdict
@@ -191,10 +192,11 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "totals": [{"verdict": v, "count": totals[v], "text": VERDICT_TEXT.get(v, v),
                     "share": f"{100 * totals[v] / total:.1f}" if total else "0.0"}
-                   for v in VERDICTS],
+                   for v in shown_verdicts(checker is not None)],
         "total": total, "n_test_files": len(files), "n_functions": len(functions),
         "n_stages": len(stages), "verdicts": list(VERDICTS),
-        "legend": [{"verdict": v, "text": VERDICT_TEXT.get(v, v)} for v in VERDICTS],
+        "legend": [{"verdict": v, "text": VERDICT_TEXT.get(v, v)}
+                   for v in shown_verdicts(checker is not None)],
         "stage_charts": charts.stage_groups(sched, known, budget_minutes),
         "budget_minutes": f"{budget_minutes:g}",
         "file_chart": charts.file_chart(((files[r[0]], r[2:]) for r in file_rows), VERDICTS),
@@ -210,6 +212,12 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
                             for v, n in Counter(d["severity"] for d in lint).items()],
     }
     return ReportView(page, data, details)
+
+
+def shown_verdicts(checked: bool) -> list[str]:
+    """The verdicts the tiles and the legend name: ``invalid`` only when the listed ids were
+    checked against the checkout's tests (unchecked, "invalid 0" would read as a finding)."""
+    return [v for v in VERDICTS if checked or v != INVALID]
 
 
 def _class_rank(verdict: str) -> int:
@@ -231,6 +239,36 @@ def _path_html(path: str) -> Any:
     return Markup("/<wbr>").join(escape(part) for part in str(path).split("/"))
 
 
+# Where a long id may wrap: after ``::``, ``/``, ``-`` (in a word), ``=`` and ``,`` and before
+# ``[`` (a ``<wbr>`` there; copied text stays the id). Never inside a name: the CSS keeps ``.tid``
+# elements at ``word-break: normal`` (``overflow-wrap: anywhere`` or ``word-break:
+# break-word`` split ``FLASHINFER`` as ``FLASHI NFER``). report.js's ``tid`` mirrors this.
+_BREAK_AFTER = re.compile(r"(::|[/=,]|(?<=[^\s-])-)")  # not the "-" of an option: "-k"
+_BREAK_BEFORE = re.compile(r"(?=\[)")
+
+
+def id_breaks(text: str) -> list[str]:
+    """``text`` cut at the points a line may wrap (joined, the pieces are ``text``)."""
+    pieces: list[str] = []
+    for part in _BREAK_BEFORE.split(text):
+        # re.split with a group keeps the separators (odd places): each joins the piece before
+        glued: list[str] = []
+        for i, bit in enumerate(_BREAK_AFTER.split(part)):
+            if i % 2 and glued:
+                glued[-1] += bit
+            elif bit:
+                glued.append(bit)
+        pieces.extend(glued)
+    return pieces
+
+
+def _id_html(text: Any) -> Any:
+    """A test id, stage name or message that a narrow column wraps only at safe points."""
+    from markupsafe import Markup, escape
+
+    return Markup("<wbr>").join(escape(p) for p in id_breaks(str(text)))
+
+
 def render_files(view: ReportView) -> dict[str, str]:
     """Relative path -> text of every generated (non-static) file."""
     import jinja2
@@ -239,6 +277,7 @@ def render_files(view: ReportView) -> dict[str, str]:
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["path"] = _path_html
+    env.filters["tid"] = _id_html
     out = {"index.html": env.get_template("index.html.j2").render(page=view.page),
            "function.html": env.get_template("function.html.j2").render(page=view.page),
            "data.js": _js("TESTDB_DATA", view.data)}
@@ -299,14 +338,29 @@ def write_report(out_dir: str, view: ReportView) -> list[str]:
     return written
 
 
+def budget_for(given: float | None, replay: dict[str, Any] | None) -> float:
+    """The budget the shard charts draw: the one given, else the replay's plan's (the budget
+    its history page names), else ``promote``'s default."""
+    if given is not None:
+        return given
+    plan = (replay or {}).get("plan") or {}
+    own = plan.get("budget_minutes") if isinstance(plan, dict) else None
+    if isinstance(own, (int, float)) and not isinstance(own, bool) and own > 0:
+        return float(own)
+    return charts.DEFAULT_BUDGET_MINUTES
+
+
 def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
              results: list[dict[str, Any]] | None = None,
-             budget_minutes: float = charts.DEFAULT_BUDGET_MINUTES,
+             budget_minutes: float | None = None,
              replay: dict[str, Any] | None = None,
              check_names: bool = True) -> dict[str, Any]:
     """Build and write the report; returns a small summary for the CLI. ``replay``: a
     replay JSON (`testdb replay -o`), drawn as ``history.html``. ``check_names``: check the
-    listed ids against the checkout's test sources (when it has any)."""
+    listed ids against the checkout's test sources (when it has any). ``budget_minutes``:
+    the budget line of the shard charts; by default the replay's own (its promotion plan's),
+    else ``promote``'s default."""
+    budget_minutes = budget_for(budget_minutes, replay)
     inventory = None
     if check_names:
         from testdb.whole import has_test_sources

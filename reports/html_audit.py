@@ -7,9 +7,10 @@ from typing import Any
 
 from reports import charts
 from reports.comment import decided_words, guards_by_id
-from reports.render_audit import cost_text
+from reports.render_audit import RUNNER_UP_WORDS, cost_text
 from testdb.schedule import VERDICTS
 
+WORK_TREE = "the work tree (uncommitted changes)"
 WEAK_LINK = "weak-link"  # runs pre-merge, guards nothing (auditor.evidence.CAN_GUARD)
 
 
@@ -57,17 +58,35 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
                   for b in audit["behaviours"]]
     p = audit.get("provenance") or {}
     sug = audit.get("suggestion") or {}
-    return {"sentence": audit["summary"]["sentence"],
-            "status": "bad" if audit["summary"]["errors"] else "ok",
+    return {"sentence": audit["summary"]["sentence"], "status": audit_status(audit["summary"]),
             "findings": findings, "behaviours": behaviours,
             "chart": charts.guards_chart(behaviours, (VERDICTS[0], WEAK_LINK, *VERDICTS[1:])),
             "weak_links": any(g["verdict"] == WEAK_LINK for b in behaviours for g in b["guards"]),
             "bot": sug.get("command", ""),
             "bot_cost": _cost(sug),
-            "bot_alternative": (sug.get("alternative") or {}).get("command", ""),
-            "bot_alternative_cost": _cost(sug.get("alternative") or {}),
-            "head": str(p.get("head") or "-")[:12], "base": str(p.get("base") or "-")[:12],
-            "diff": p.get("diff") or "-"}
+            "bot_runner_up": (sug.get("runner_up") or {}).get("command", ""),
+            "bot_runner_up_cost": _cost(sug.get("runner_up") or {}),
+            "runner_up_words": RUNNER_UP_WORDS,
+            "prov": provenance_items(p)}
+
+
+def audit_status(summary: dict[str, Any]) -> str:
+    """The card's colour, as the terminal's headline: red with errors, yellow with warnings
+    only, green otherwise."""
+    if summary.get("errors"):
+        return "bad"
+    return "warn" if summary.get("warnings") else "ok"
+
+
+def provenance_items(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """What was audited: the commits of a range (``head``, ``base``), the diff file of
+    ``--diff``, or the work tree; never a ``-`` for what the audit did not have."""
+    out = [(k, str(p[k])[:12]) for k in ("head", "base") if p.get(k)]
+    if p.get("base") and not p.get("head"):
+        out.insert(0, ("head", WORK_TREE))
+    if p.get("diff") and p["diff"] != "git":  # "git": the range above
+        out.append(("diff", str(p["diff"])))
+    return out or [("audited", WORK_TREE)]
 
 
 def _evidence_words(b: dict[str, Any]) -> str:

@@ -132,9 +132,9 @@ def check_audit(doc: Any, path: str) -> dict[str, Any]:
     for j, st in enumerate(s.lst(top.get("missing_stages", []), "missing_stages")):
         s.typed(st, f"missing_stages[{j}]", str, "a string")
     sug = s.obj(top.get("suggestion") or {}, "suggestion")
-    for w, part in (("suggestion", sug), ("suggestion.alternative",
-                                          s.obj(sug.get("alternative") or {},
-                                                "suggestion.alternative"))):
+    for w, part in (("suggestion", sug), ("suggestion.runner_up",
+                                          s.obj(sug.get("runner_up") or {},
+                                                "suggestion.runner_up"))):
         if part:
             s.typed(part.get("command"), f"{w}.command", str, "a string")
             for j, row in enumerate(s.lst(part.get("stages", []), f"{w}.stages")):

@@ -194,9 +194,9 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
         out.append("Run the missing guards before merge:")
         out.append(f"  {sug['command']}")
         out.append(f"    {cost_text(sug)}")
-        alt = sug.get("alternative")
+        alt = sug.get("runner_up")
         if alt:
-            out.append(f"  or: {alt['command']}")
+            out.append(f"  runner-up, {RUNNER_UP_WORDS}: {alt['command']}")
             out.append(f"    {cost_text(alt)}")
     return with_legend("\n".join(out), width, AUDIT_VERDICT_TEXT)
 
@@ -251,19 +251,40 @@ def pipeline_words(data: dict[str, Any]) -> str:
     return "this PR's pipeline: " + "; ".join(b for b in bits if b)
 
 
+# auditor.suggest.RUNNER_UP_WITHIN, in words (render modules do not import the auditor)
+RUNNER_UP_WORDS = "within 20% of its GPU-minutes"
+
+
+def _min(v: Any) -> str:
+    return f"~{v:g} min" if isinstance(v, (int, float)) else "duration unknown"
+
+
+def shard_text(r: dict[str, Any]) -> str:
+    """``A (4 GPUs x ~22.6 min)``: one shard, what it holds for how long (an audit from
+    before GPU costs: ``A (~22.6 min)``)."""
+    if "gpus" not in r:
+        return f"{r['stage']} ({_min(r.get('minutes'))})"
+    gpus, nodes = int(r.get("gpus") or 1), int(r.get("nodes") or 1)
+    size = (f"{nodes} nodes x " if nodes > 1 else "") + f"{gpus} GPU{'s' * (gpus != 1)}"
+    return f"{r['stage']} ({size} x {_min(r.get('minutes'))})"
+
+
 def cost_text(s: dict[str, Any], shown: int = 4) -> str:
-    """``2 extra shards, ~75 min: A (~40 min), B (~35 min)``: what a suggested command starts
-    (minutes from .test_durations, pytest-split's average for the unknown ones)."""
+    """``2 extra shards, ~113.4 GPU-min, ~23.4 min wall: A (4 GPUs x ~22.6 min), B (1 GPU x
+    ~23.4 min)``: what a suggested command starts (minutes from .test_durations, pytest-split's
+    average for the unknown ones; GPU-minutes are minutes x GPUs x nodes; the shards run in
+    parallel, so the wall time is the longest). An audit from before GPU costs: minutes only."""
     rows = s.get("stages") or []
-
-    def minutes(v: Any) -> str:
-        return f"~{v:g} min" if isinstance(v, (int, float)) else "duration unknown"
-
-    parts = [f"{r['stage']} ({minutes(r.get('minutes'))})" for r in rows[:shown]]
+    parts = [shard_text(r) for r in rows[:shown]]
     if len(rows) > shown:
         parts.append(f"+{len(rows) - shown} more")
     n = len(rows)
-    total = f", {minutes(s.get('minutes'))}" if "minutes" in s else ""
+    if "gpu_minutes" in s:
+        gm = s.get("gpu_minutes")
+        total = (f", ~{gm:g} GPU-min" if isinstance(gm, (int, float))
+                 else ", GPU-minutes unknown") + f", {_min(s.get('wall_minutes'))} wall"
+    else:
+        total = f", {_min(s.get('minutes'))}" if "minutes" in s else ""
     return f"{n} extra shard{'s' if n != 1 else ''}{total}: " + ", ".join(parts)
 
 

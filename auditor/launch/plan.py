@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.launch.model import JUNIT_PLACEHOLDER, RunItem, make_key
-from auditor.suggest import with_extra_stages
-from testdb.botcmd import BotCommand
 from testdb.errors import InputError, SourceLoc, UsageError
 from testdb.grammar import Entry
 from testdb.index import DEFS_DIR, WAIVES, Index
@@ -193,22 +191,3 @@ def ids_from_pattern(index: Index, pattern: str, include_pre_merge: bool) -> lis
         raise UsageError(f"no test matches {pattern!r}", hint="try `testdb where PATTERN`")
     rows = [(t, sched.verdict(t), f"matches {pattern!r}") for t in ids]
     return [r for r in rows if include_pre_merge or r[1] != "pre-merge"]
-
-
-def bot_stages(rows: list[PlanRow], replace: bool = False,
-               started: frozenset[str] = frozenset()) -> list[str]:
-    """The exact shard stages that run the planned tests: those the PR's pipeline does not
-    start already (``started``, testdb.pipeline.pr_stages), or all of them with ``replace``."""
-    return sorted({s for r in rows for s in r.item.stages if replace or s not in started})
-
-
-def bot_command(rows: list[PlanRow], replace: bool = False,
-                started: frozenset[str] = frozenset(), base: BotCommand | None = None) -> str:
-    """The PR bot command naming the exact shard stages that run the planned tests; with
-    ``--extra-stage`` it keeps the flags of the PR's own command ``base``."""
-    stages = bot_stages(rows, replace, started)
-    if not stages:
-        return ""
-    if replace:
-        return f'/bot run --stage-list "{", ".join(stages)}"'
-    return with_extra_stages(base or BotCommand(), stages)

@@ -20,6 +20,26 @@
   function loc(path, line) {
     return esc(path + ":" + line).split("/").join("/<wbr>");
   }
+  /* A test id or stage name that wraps only after ::, /, - (inside a word), =, "," and before [
+   * (reports/html.py id_breaks, the same points; test_html_layout.py compares the two): never
+   * inside a name. A loop, not a regex: a lookbehind would not even parse in older engines. */
+  function tidPieces(s) {
+    s = String(s);
+    var out = [], cur = "", colon = false;
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charAt(i), prev = i ? s.charAt(i - 1) : "";
+      if (c === "[" && cur) { out.push(cur); cur = ""; }
+      cur += c;
+      var cut = c === "/" || c === "=" || c === ",";
+      if (c === ":") { cut = colon; colon = !colon; } else { colon = false; }
+      if (c === "-" && prev && !/[\s-]/.test(prev)) { cut = true; }
+      if (cut) { out.push(cur); cur = ""; }
+    }
+    if (cur) { out.push(cur); }
+    return out;
+  }
+  function tid(s) { return tidPieces(s).map(esc).join("<wbr>"); }
+  window.TESTDB_TID_PIECES = tidPieces;  // for the tests: the same cuts as id_breaks
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
       return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
@@ -203,14 +223,14 @@
     var group = $("group");
     var toggle = $("not-premerge");
     var fileCol = { key: "file", label: "file", get: function (r) { return r.file; },
-      html: function (r) { return '<a class="file" href="#" data-file="' + esc(r.file) + '">' +
-        esc(r.file) + "</a>"; } };
+      html: function (r) { return '<a class="file tid" href="#" data-file="' + esc(r.file) +
+        '">' + tid(r.file) + "</a>"; } };
     var byFunction = [fileCol,
       { key: "function", label: "function", get: function (r) { return r.name; },
         html: function (r) {
           var id = parseTestId($("filter").value);
-          return '<a href="' + fnHref(r.f, r.n, id ? id.params : "") + '">' + esc(r.name) +
-            "</a>";
+          return '<a class="tid" href="' + fnHref(r.f, r.n, id ? id.params : "") + '">' +
+            tid(r.name) + "</a>";
         } }];
     var byFile = [fileCol, { key: "nfn", label: "functions", num: true,
       get: function (r) { return r.nfn; }, html: function (r) { return String(r.nfn); } }];

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from auditor.launch.plan import bot_command, gpu_needs, ids_from_audit, plan
+from auditor.launch.plan import gpu_needs, ids_from_audit, plan
+from auditor.suggest import choose, needs_of_tests
 from testdb.index import load
 from tests.conftest import CORPUS, EXAMPLE
 
@@ -31,10 +32,16 @@ def test_plan_prefers_the_cheapest_non_pre_merge_placement(tmp_path: Path) -> No
     assert row.item.stages == ("DGX_H100-PyTorch-Post-Merge-1",)
     assert row.item.timeout_minutes == 60 and row.entry.loc.line == 218
     assert row.item.argv[-3:] == (CHUNKED, "--junit-xml", "{junit}")
-    assert bot_command([row]) == '/bot run --extra-stage "DGX_H100-PyTorch-Post-Merge-1"'
+    # the bot line is the audit's choice (auditor.suggest): the 1-GPU post-merge shard costs
+    # fewer GPU-minutes than the 4-GPU one that also runs it
+    tests = [(row.item.test_id, (row.entry.test,))]
+    sug = choose(index, needs_of_tests(index, tests, frozenset()))
+    assert sug["command"] == '/bot run --extra-stage "DGX_H100-PyTorch-Post-Merge-1"'
     # a stage the PR's pipeline already starts is not asked for again
-    assert bot_command([row], started=frozenset(row.item.stages)) == ""
-    assert bot_command([row], replace=True).startswith('/bot run --stage-list "')
+    every = frozenset(r.stage for p in index.schedule.placements[CHUNKED] for r in p.runs)
+    assert choose(index, needs_of_tests(index, tests, every)) == {}
+    sug = choose(index, needs_of_tests(index, tests, every, replace_all=True), stage_list=True)
+    assert sug["command"] == '/bot run --stage-list "DGX_H100-PyTorch-Post-Merge-1"'
 
 
 def test_trtllm_checkout_gets_ci_shaped_command(tmp_path: Path) -> None:

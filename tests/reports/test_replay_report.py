@@ -76,6 +76,33 @@ def test_report_without_replay_writes_no_history(run_cli: Any, replayed: dict[st
     res = run_cli("--root", str(replayed["out"] / "repo"), "report", "--html",
                   str(tmp_path / "site"))
     assert res.code == 0 and not (tmp_path / "site" / "history.html").exists()
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "history.html" not in index  # no link to a page that is not there
+    assert _budget_labels(index) == {"120 min"}  # promote's default, with no replay
+
+
+def _budget_labels(index_html: str) -> set[str]:
+    return set(re.findall(r'<text class="budget-label"[^>]*>([^<]+)</text>', index_html))
+
+
+def test_index_links_its_history_and_draws_the_replays_budget(run_cli: Any,
+                                                              replayed: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    """The replay planned with --budget-minutes 16: the index's shard charts draw that budget
+    (they drew the default 120 min), and the index links history.html (it did not)."""
+    assert json.loads(replayed["json"].read_text())["plan"]["budget_minutes"] == 16
+    assert _report(run_cli, replayed, tmp_path / "site", replayed["json"]).code == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert re.search(r'<a id="history-link" href="history.html">history: v0..main</a>', index)
+    labels = _budget_labels(index)
+    assert labels == {"16 min"}, labels
+    assert "the 16 min pre-merge budget" in index
+    # a budget given on the command line still wins
+    res = run_cli("--root", str(replayed["out"] / "repo"), "report", "--html",
+                  str(tmp_path / "other"), "--replay", str(replayed["json"]),
+                  "--budget-minutes", "30")
+    assert res.code == 0
+    assert _budget_labels((tmp_path / "other" / "index.html").read_text()) == {"30 min"}
 
 
 @pytest.mark.parametrize(("content", "message"), [
@@ -111,6 +138,11 @@ def test_history_page_in_chromium(browser: Any, run_cli: Any, replayed: dict[str
     # the stylesheet of the report applies (the verdict pills are styled)
     colour = page.eval_on_selector("#faulty .v-pre-merge", "e => getComputedStyle(e).color")
     assert colour != "rgb(0, 0, 0)"
+    # the index links the history page, and the history page the index
+    page.goto((tmp_path / "site" / "index.html").as_uri())
+    page.click("#history-link")
+    page.wait_for_selector("body[data-page='history']")
+    assert page.url.endswith("/history.html")
     assert errors == []
     page.close()
 
