@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import testdb
-from auditor.behaviour import Behaviour, behaviours, code_units, unit_at
+from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units
 from auditor.diff import Change, FileChange, is_test_path
 from auditor.evidence import CAN_GUARD, Evidence, level_phrase, weak_why
 from auditor.linking import (
@@ -25,6 +26,9 @@ from testdb.botcmd import BotCommand
 from testdb.index import Index
 
 LISTS_DIR = "tests/integration/test_lists/"
+# (behaviour changes judged, of how many): called after each one. The library never prints;
+# the CLI shows a bar on a terminal when a change is large (reports/cmd_audit.py).
+Progress = Callable[[int, int], None]
 
 
 def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str], list[dict[str,
@@ -37,15 +41,15 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
         if fid is None or fc.new_text is None:
             continue
         try:
-            units = code_units(ast.parse(fc.new_text))
-        except SyntaxError:
+            units = UnitIndex(code_units(ast.parse(fc.new_text)))
+        except (SyntaxError, ValueError):
             continue
         touched: dict[str, list[int]] = defaultdict(list)
         for ln in sorted(fc.added):
-            u = unit_at(units, ln)
+            u = units.at(ln)
             while u and not (u.qualname.rsplit(".", 1)[-1].startswith(("test", "Test"))):
                 outer = u.qualname.rsplit(".", 1)[0] if "." in u.qualname else None
-                u = next((x for x in units if x.qualname == outer), None)
+                u = units.by_name.get(outer) if outer else None
             if u:
                 touched[u.qualname].append(ln)
         for q, lines in touched.items():
@@ -59,10 +63,10 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
 
 def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any = None,
               coverage: str | None = None, rules: str | None = None,
-              bot: BotCommand | None = None) -> Audit:
+              bot: BotCommand | None = None, progress: Progress | None = None) -> Audit:
     """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout);
     ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``); ``graph``: see
-    ``Auditor``."""
+    ``Auditor``; ``progress``: told of each behaviour change judged."""
     aud = Auditor(index, change, inventory, graph, coverage=coverage, bot=bot)
     path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
@@ -91,11 +95,15 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
         result.findings.append(Finding("info", "unlinked-file", fc.path, 0,
                                        f"{fc.path} ({fc.status}) is not Python; no rule links it "
                                        "to tests, so its guards are unknown"))
+    found: list[Behaviour] = []
     for fc in py_src:
         bs, notes = behaviours(fc)
         result.notes += notes
-        for b in bs:
-            result.behaviours.append(_judge(aud, b, changed_ids, result))
+        found += bs
+    for n, b in enumerate(found, 1):
+        result.behaviours.append(_judge(aud, b, changed_ids, result))
+        if progress is not None:
+            progress(n, len(found))
     for lc in list_changes(lists):
         result.list_changes.append(lc)
         if lc["kind"] == "moved-to-post-merge":
