@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import testdb
-from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units
+from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units, module_name
 from auditor.diff import Change, FileChange, is_test_path
 from auditor.evidence import CAN_GUARD, Evidence, level_phrase, weak_why
 from auditor.linking import (
@@ -97,11 +97,13 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
                                        "to tests, so its guards are unknown"))
     found: list[Behaviour] = []
     for fc in py_src:
-        bs, notes = behaviours(fc)
+        gone = _gone_module(aud, fc, result)
+        bs, notes = behaviours(fc) if fc.status != "deleted" else ([], [])
         result.notes += notes
-        found += bs
+        found += [*([gone] if gone else []), *bs]
     for n, b in enumerate(found, 1):
-        result.behaviours.append(_judge(aud, b, changed_ids, result))
+        judged = aud.judge_links(list(aud.removal(b.module).links)) if b.gone else None
+        result.behaviours.append(_judge(aud, b, changed_ids, result, judged))
         if progress is not None:
             progress(n, len(found))
     for lc in list_changes(lists):
@@ -123,6 +125,40 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
     result.suggestion = suggest(index, aud.pipeline, result.findings)
     aud.save()  # what the next audit can reuse (unit-test selections)
     return result
+
+
+def _gone_module(aud: Auditor, fc: FileChange, result: Audit) -> Behaviour | None:
+    """The behaviour change of a module path that goes away (deleted, or the old path of a
+    rename): its guards are the tests whose imports still reach the old path, which fail at
+    collection (``auditor.removed``). Nothing importing it is no behaviour change, and the
+    audit says so."""
+    if fc.old_path is None or fc.old_path == fc.new_path:
+        return None
+    old = module_name(fc.old_path)
+    if fc.new_path is not None and module_name(fc.new_path) == old:
+        return None
+    how = "deleted" if fc.new_path is None else f"renamed to {fc.new_path}"
+    if old in aud.graph.modules:  # another file (a package's __init__.py) is that module now
+        result.notes.append(f"{fc.old_path} {how}, but {old} is still a module "
+                            f"({aud.graph.modules[old].path}): its importers are unchanged")
+        return None
+    if not aud.removal(old).importers:
+        result.notes.append(f"{fc.old_path} {how}: nothing in the checkout imports {old} any "
+                            "more, so no test can fail for its absence: no behaviour change "
+                            "(an import by a computed name, importlib or an entry point, is "
+                            "not seen)")
+        return None
+    return Behaviour(fc.old_path, old, "<module>", "module",
+                     "deleted" if fc.new_path is None else "renamed", 1, (),
+                     tuple(sorted(fc.removed)), (), gone=how)
+
+
+def _removed_where(aud: Auditor, b: Behaviour) -> str:
+    """A removed module as a finding names it: the old path, how, and who imports it."""
+    imps = aud.removal(b.module).importers
+    shown = ", ".join(f"{i.path}:{i.line}" for i in imps[:3])
+    more = f" and {len(imps) - 3} more" if len(imps) > 3 else ""
+    return f"module {b.module} ({b.path}, {b.gone}; still imported at {shown}{more})"
 
 
 def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Audit
@@ -160,7 +196,7 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
     j = judged if judged is not None else aud.judge(b, changed_ids)
     d = j.decision
     br.guards, br.guard_counts = j.guards, j.counts
-    where = f"{b.qualname} ({b.path}:{b.line})"
+    where = _removed_where(aud, b) if b.gone else f"{b.qualname} ({b.path}:{b.line})"
     if d.level is None:
         br.verdict = "unguarded"
         bad = (f"; the {len(d.invalid)} listed id(s) linked to it name no test in this "

@@ -42,6 +42,9 @@ class Behaviour:
     removed: tuple[int, ...]  # base-side lines changed
     tokens: tuple[str, ...]
     parse_error: str = ""  # the head file does not parse: "line N: msg"; nothing is judged
+    # A module that goes away (auditor.removed): "deleted" or "renamed to PATH"; ``module`` is
+    # then the old module path, which its importers still import.
+    gone: str = ""
 
     @property
     def name(self) -> str:
