@@ -117,6 +117,7 @@ def _repo(tmp_path: Path, tests: dict[str, str], extra: dict[str, str], pre: lis
 
 def _gone(data: dict[str, Any]) -> dict[str, Any]:
     [b] = [b for b in data["behaviours"] if b["function"] == "<module>"]
+    assert isinstance(b, dict)
     return b
 
 
