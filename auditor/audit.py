@@ -10,7 +10,7 @@ from typing import Any
 import testdb
 from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units, module_name
 from auditor.diff import Change, FileChange, is_test_path
-from auditor.evidence import CAN_GUARD, Evidence, level_phrase, weak_why
+from auditor.evidence import CAN_GUARD, Evidence, Level, level_phrase, weak_why
 from auditor.linking import (
     MAX_FINDING_GUARDS,
     MAX_TOKEN_PARAMS,
@@ -21,6 +21,13 @@ from auditor.linking import (
 from auditor.lists_diff import list_changes
 from auditor.model import Audit, BehaviourResult, Finding, Guard, Run
 from auditor.path_rules import PathRule, find_rules
+from auditor.stale_names import (
+    file_ids,
+    list_lines,
+    listed_test_removed,
+    removed_by_change,
+    stale_guard_name,
+)
 from auditor.suggest import suggest
 from testdb.botcmd import BotCommand
 from testdb.index import Index
@@ -106,6 +113,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
         result.behaviours.append(_judge(aud, b, changed_ids, result, judged))
         if progress is not None:
             progress(n, len(found))
+    result.findings += _stale_guard_names(aud, result)
+    result.findings += _removed_listed_tests(aud, py_tests)
     for lc in list_changes(lists):
         result.list_changes.append(lc)
         if lc["kind"] == "moved-to-post-merge":
@@ -125,6 +134,77 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
     result.suggestion = suggest(index, aud.pipeline, result.findings)
     aud.save()  # what the next audit can reuse (unit-test selections)
     return result
+
+
+def _stale_guard_names(aud: Auditor, result: Audit) -> list[Finding]:
+    """``stale-guard-name``: a listed name in a block this PR's pipeline starts before merge
+    that names no test, while its nearest real id (``testdb.names``) is a guard of this change
+    (a link of a level that can guard): the line meant to guard the change runs nothing."""
+    guards: dict[str, tuple[str, str]] = {}  # test id -> (its verdict, what it is linked to)
+    for br in result.behaviours:
+        shown = br.module if br.qualname == "<module>" else br.qualname
+        for gs in br.guards.values():
+            for g in gs:
+                if CAN_GUARD.get(Level(g.tier, g.rank), False) and g.effective != "invalid":
+                    guards.setdefault(g.test_id, (g.effective, shown))
+    if not guards or aud.inventory is None:
+        return []
+    from testdb.names import INVALID, NameChecker
+
+    files = {t.split("::", 1)[0] for t in guards}
+    checker = NameChecker(aud.inventory)
+    placements = aud.index.schedule.placements
+    out: list[Finding] = []
+    for tid in placements:
+        if tid in guards or tid.startswith("unittest/") or tid.split("::", 1)[0] not in files:
+            continue
+        check = checker.check(tid)
+        near = next((n for n in check.nearest if n in guards), None)
+        if check.status != INVALID or near is None:
+            continue
+        for line in list_lines(tid, placements[tid], aud.pipeline):
+            f = stale_guard_name(line, near, *guards[near])
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _removed_listed_tests(aud: Auditor, files: list[FileChange]) -> list[Finding]:
+    """``listed-test-removed``: each list line naming an id that was a test before the change
+    and names none after it (a test function deleted, a test file emptied, deleted or
+    renamed): CI ignores the line from now on."""
+    from testdb.inventory import scan_source
+
+    by_file: dict[str, list[str]] | None = None
+    out: list[Finding] = []
+    for fc in files:
+        fid = test_file_id(fc.old_path) if fc.old_path else None
+        if fid is None or fc.old_path is None or fc.old_text is None:
+            continue
+        if by_file is None:
+            by_file = defaultdict(list)
+            for tid in aud.index.schedule.placements:
+                by_file[tid.split("::", 1)[0]].append(tid)
+        listed = by_file.get(fid, [])
+        if not listed:
+            continue
+        base = file_ids(scan_source(fc.old_text, fid, path=fc.old_path))
+        same = fc.new_path is not None and test_file_id(fc.new_path) == fid
+        head = (file_ids(scan_source(fc.new_text, fid, path=fc.new_path or ""))
+                if same and fc.new_text is not None else None)
+        for tid in sorted(listed):
+            if not removed_by_change(tid, base, head):
+                continue
+            fn = tid.split("[", 1)[0]
+            why = ("its test file is deleted" if fc.new_path is None else
+                   f"its test file is renamed to {fc.new_path}" if head is None else
+                   "its test file is emptied" if not head.functions else
+                   f"{fn.split('::', 1)[1]} is deleted" if fn not in head.functions else
+                   "that parametrization is removed")
+            out += [listed_test_removed(line, why)
+                    for line in list_lines(tid, aud.index.schedule.placements[tid],
+                                           aud.pipeline)]
+    return out
 
 
 def _gone_module(aud: Auditor, fc: FileChange, result: Audit) -> Behaviour | None:

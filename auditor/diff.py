@@ -117,6 +117,15 @@ def unquote_path(path: str) -> str:
     return out.decode("utf-8", "surrogateescape")
 
 
+def _sides(pf: PatchedFile) -> tuple[str | None, str | None]:
+    """(old path, new path) of a file of the diff; None on the side where it does not exist:
+    ``/dev/null``, as git writes it (and git's "new file" / "deleted file" headers, which
+    unidiff reads as ``/dev/null``). Not unidiff's ``is_removed_file``, which also calls a file
+    *emptied* by its one hunk (``+0,0``) removed: an emptied module is still a module, an
+    emptied test file still a file, and neither is a deletion."""
+    return _strip(pf.source_file), _strip(pf.target_file)
+
+
 def _strip(path: str | None) -> str | None:
     if path is None:
         return None
@@ -209,11 +218,7 @@ def from_git(root: str, base: str, head: str | None = None) -> Change:
     change = Change(root, base_sha, head_sha, source="git", outside_root=outside)
     files = []
     for pf in _parse(text, "git diff"):
-        old, new = _strip(pf.source_file), _strip(pf.target_file)
-        if pf.is_added_file:
-            old = None
-        if pf.is_removed_file:
-            new = None
+        old, new = _sides(pf)
         files.append((old, new, *_line_sets(pf)))
     # Every blob in one `git cat-file --batch` (a `git show` per file cost more than the audit
     # of a warm 20-file change spends judging it).
@@ -319,11 +324,8 @@ def _build(root: str, patch: PatchSet, diff_path: str, checkout: str) -> Change:
     change = Change(root, source=diff_path, checkout_side=checkout)
     fit = 0  # lines of the diff proven so far, over all its files (which side fits further)
     for pf in patch:
-        old, new = _strip(pf.source_file), _strip(pf.target_file)
-        if pf.is_added_file:
-            old = None
-        if pf.is_removed_file:
-            new = None
+        old, new = _sides(pf)
+        added_file, removed_file = old is None, new is None
         for p in (old, new):
             if p is not None:
                 confined(root, p)  # refuse ../ and absolute paths from the diff
@@ -336,11 +338,11 @@ def _build(root: str, patch: PatchSet, diff_path: str, checkout: str) -> Change:
                                 SourceLoc(diff_path), "", fit)
             old_text = (None if new_text is None
                         else _apply(pf, new_text, shown, diff_path, fit, reverse=True))
-            if pf.is_added_file and old_text is not None and not pf.is_binary_file:
+            if added_file and old_text is not None and not pf.is_binary_file:
                 _whole(old_text, shown, diff_path, fit + sum(len(h) for h in pf), "adds")
-            if pf.is_added_file:
+            if added_file:
                 old_text = None
-            if pf.is_removed_file:
+            if removed_file:
                 old_text = _read(root, old) if old else None
                 if old_text is not None:
                     raise _Mismatch(f"the diff deletes {old}, which is still in the checkout",
@@ -351,16 +353,16 @@ def _build(root: str, patch: PatchSet, diff_path: str, checkout: str) -> Change:
             if old and old_text is None and not pf.is_binary_file:
                 raise _Mismatch(f"the diff changes {old}, which is not in the checkout",
                                 SourceLoc(diff_path), "", fit)
-            if pf.is_added_file and new and _read(root, new) is not None:
+            if added_file and new and _read(root, new) is not None:
                 raise _Mismatch(f"the diff adds {new}, which is already in the checkout",
                                 SourceLoc(diff_path), "", fit)
             new_text = (None if pf.is_binary_file and old_text is None
                         else _apply(pf, old_text or "", shown, diff_path, fit, reverse=False))
-            if pf.is_removed_file and not pf.is_binary_file:
+            if removed_file and not pf.is_binary_file:
                 # Every line of the deleted file is the diff's: checked like context lines.
                 _whole(new_text or "", shown, diff_path, fit + sum(len(h) for h in pf),
                        "deletes")
-            if pf.is_removed_file:
+            if removed_file:
                 new_text = None
         fit += sum(len(h) for h in pf)
         change.files.append(FileChange(old, new, added, removed, old_text, new_text))

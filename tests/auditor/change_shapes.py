@@ -34,14 +34,14 @@ _BLOCK = """\
 
 def l0_list(pre: list[str], post: list[str]) -> str:
     """``l0_h100.yml`` with a pre-merge block listing ``pre`` and a post-merge one ``post``
-    (the pre-merge ids from line 17 on, one a line)."""
+    (the pre-merge ids from line 16 on, one a line)."""
     text = "version: 0.0.1\nl0_h100:\n" + _BLOCK.format(stage="pre_merge")
     text += "".join(f"  - {t}\n" for t in pre or ["perf/none.py::test_none"])
     text += _BLOCK.format(stage="post_merge")
     return text + "".join(f"  - {t}\n" for t in post or ["perf/none.py::test_none"])
 
 
-PRE_LINE = 17  # the first pre-merge id's line in l0_list's file
+PRE_LINE = 16  # the first pre-merge id's line in l0_list's file
 
 
 def shapes_repo(root: Path, files: dict[str, str], pre: list[str], post: list[str]) -> Path:
