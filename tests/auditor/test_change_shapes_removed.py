@@ -6,11 +6,13 @@ nothing imports is no behaviour change, said so. Real git repositories, real aud
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from auditor.removed import importers_in
 from tests.auditor.change_shapes import DEFS, audit_json, commit, findings, shapes_repo
 from tests.gitrepo import git
 
@@ -80,6 +82,17 @@ def make():
     return create_py_executor("y")
 """
 
+WRAPPER_MAYBE = """\
+try:
+    from .py_executor_creator import create_py_executor
+except ImportError:
+    create_py_executor = None
+
+
+def make():
+    return create_py_executor and create_py_executor("y")
+"""
+
 # case -> (test files {name: text}, extra source files, pre-merge ids, post-merge ids,
 #          expected (verdict, deciding tier, pre-merge guards))
 CASES: dict[str, tuple[dict[str, str], dict[str, str], list[str], list[str],
@@ -99,6 +112,10 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str], list[str], list[str],
         {"test_via.py": VIA}, {"tensorrt_llm/_torch/pyexecutor/wrapper.py": WRAPPER},
         ["test_via.py::test_via_wrapper"], [],
         ("pre-merge", "removed-module", ["test_via.py::test_via_wrapper"])),
+    "through a module importing it under try: context, not guarded": (
+        {"test_via.py": VIA}, {"tensorrt_llm/_torch/pyexecutor/wrapper.py": WRAPPER_MAYBE},
+        ["test_via.py::test_via_wrapper"], [],
+        ("unguarded", "module", [])),
     "import at the top of a test's body: that test guards": (
         {"test_late.py": IN_BODY}, {}, ["test_late.py::test_imports_late"], [],
         ("pre-merge", "removed-module", ["test_late.py::test_imports_late"])),
@@ -107,6 +124,37 @@ CASES: dict[str, tuple[dict[str, str], dict[str, str], list[str], list[str],
         ["test_late.py::test_imports_late"],
         ("post-merge-only", "removed-module", [])),
 }
+
+
+# Where an import of the removed module `a.gone` sits -> (line, certain, scope) of each found.
+POSITIONS: dict[str, tuple[str, list[tuple[int, bool, str]]]] = {
+    "module level": ("import a.gone\n", [(1, True, "")]),
+    "from the package": ("from a import gone\n", [(1, True, "")]),
+    "a name from it": ("from a.gone import f\n", [(1, True, "")]),
+    "relative, in a sibling": ("from .gone import f\n", [(1, True, "")]),
+    "a class body at the top": ("class C:\n    import a.gone\n", [(2, True, "")]),
+    "top of a function body": ("def test_f():\n    import a.gone\n", [(2, True, "test_f")]),
+    "top of a method body": ("class TestC:\n    def test_m(self):\n        import a.gone\n",
+                             [(3, True, "TestC.test_m")]),
+    "under try": ("try:\n    import a.gone\nexcept ImportError:\n    pass\n",
+                  [(2, False, "")]),
+    "in the except handler": ("try:\n    pass\nexcept ImportError:\n    import a.gone\n",
+                              [(4, False, "")]),
+    "under if TYPE_CHECKING": ("if TYPE_CHECKING:\n    import a.gone\n", [(2, False, "")]),
+    "under with": ("with x:\n    import a.gone\n", [(2, False, "")]),
+    "in a function nested in a function": (
+        "def f():\n    def g():\n        import a.gone\n", [(3, False, "")]),
+    "in a function under if": ("def test_f():\n    if x:\n        import a.gone\n",
+                               [(3, False, "")]),
+    "another module sharing the prefix": ("import a.gone_too\nimport a\n", []),
+}
+
+
+@pytest.mark.parametrize("position", list(POSITIONS))
+def test_which_imports_are_certain(position: str) -> None:
+    text, want = POSITIONS[position]
+    found = importers_in(ast.parse(text), "a/user.py", "a.gone")
+    assert [(i.line, i.certain, i.scope) for i in found] == want
 
 
 def _repo(tmp_path: Path, tests: dict[str, str], extra: dict[str, str], pre: list[str],
