@@ -130,6 +130,7 @@ def removal(cands: Candidates, index: ImportIndex, old_module: str) -> Removal:
     length); one that reaches it otherwise is ``module``, as context."""
     direct: list[Importer] = []
     certain: dict[str, int] = {}  # module -> distance of a chain of certain imports
+    via: dict[str, str] = {}  # module -> the module of the chain it imports
     scoped: dict[tuple[str, str], int] = {}  # (test module, function) -> distance
     todo: deque[tuple[str, int]] = deque([(old_module, 0)])
     seen = {old_module}
@@ -147,6 +148,7 @@ def removal(cands: Candidates, index: ImportIndex, old_module: str) -> Removal:
                 if mod not in seen:
                     seen.add(mod)
                     certain[mod] = dist + 1
+                    via[mod] = target
                     todo.append((mod, dist + 1))
             else:
                 for i in found:
@@ -158,7 +160,7 @@ def removal(cands: Candidates, index: ImportIndex, old_module: str) -> Removal:
         fid = cands.module_file_id(mod)
         if fid:
             why = (f"imports {shown}, which is gone: fails at collection" if dist == 1 else
-                   f"imports {shown} through {dist - 1} module(s) that import it "
+                   f"imports {shown} through {_chain(via, mod, old_module)}, each "
                    "unconditionally: fails at collection")
             links += [Evidence(t, "removed-module", 1, why, dist) for t in cands.items_of(fid, "")]
     for (mod, scope), dist in sorted(scoped.items()):
@@ -171,6 +173,18 @@ def removal(cands: Candidates, index: ImportIndex, old_module: str) -> Removal:
     links += _context(cands, index, old_module, certain, direct)
     return Removal(old_module, tuple(sorted(direct, key=lambda i: (i.path, i.line))),
                    tuple(links))
+
+
+def _chain(via: dict[str, str], mod: str, old_module: str, shown: int = 3) -> str:
+    """The modules between a test module and the removed one: ``a.b -> a.c`` (the nearest
+    few, then how many more)."""
+    hops: list[str] = []
+    at = via.get(mod, old_module)
+    while at != old_module:
+        hops.append(at)
+        at = via.get(at, old_module)
+    more = f" and {len(hops) - shown} more" if len(hops) > shown else ""
+    return " -> ".join(hops[:shown]) + more
 
 
 def _context(cands: Candidates, index: ImportIndex, old_module: str, certain: dict[str, int],
