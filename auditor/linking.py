@@ -106,6 +106,7 @@ class Auditor(Candidates):
         self._file_parts: dict[str, Part] = {}
         self._effective: dict[str, str] = {}
         self._import_index: Any = None  # auditor.removed.ImportIndex, for removed modules
+        self._removals: dict[str, Any] = {}
 
     def save(self) -> None:
         """Keep what this audit learnt that the next one can use (unit-test selections, the
@@ -288,9 +289,11 @@ class Auditor(Candidates):
         the head side and the links of the tests that would fail."""
         from auditor.removed import ImportIndex, removal
 
-        if self._import_index is None:
-            self._import_index = ImportIndex(self)
-        return removal(self, self._import_index, old_module)
+        if old_module not in self._removals:
+            if self._import_index is None:
+                self._import_index = ImportIndex(self)
+            self._removals[old_module] = removal(self, self._import_index, old_module)
+        return self._removals[old_module]
 
     def declared_links(self, b: Behaviour, changed_test_ids: dict[str, str]) -> list[Evidence]:
         """Tests this diff changes whose module reaches the changed module."""
