@@ -35,7 +35,7 @@ def test_unquote_path(quoted: str, plain: str) -> None:
     assert unquote_path(quoted) == plain
 
 
-def _unicode_repo(tmp_path: Path) -> Path:
+def _unicode_repo(tmp_path: Path, pre_merge: bool = True) -> Path:
     return shapes_repo(tmp_path / "repo", {
         "tensorrt_llm/__init__.py": "",
         "tensorrt_llm/ünï/__init__.py": "",
@@ -47,33 +47,37 @@ def _unicode_repo(tmp_path: Path) -> Path:
             def test_f():
                 assert f() == 1
             """,
-    }, pre=[GUARD], post=[])
+    }, pre=[GUARD] if pre_merge else [], post=[] if pre_merge else [GUARD])
 
 
-def test_a_quoted_path_is_audited_with_base_and_head(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The trap: git writes the path quoted and escaped; read as it stands it ends in `.py"`
-    and the change was "No behaviour change found", exit 0. Unquoted, it is the change of
-    ``f``, which its pre-merge test guards."""
-    repo = _unicode_repo(tmp_path)
+# (how the change is given, where its one guard runs) -> (verdict, pre-merge guards, exit)
+QUOTED = {
+    ("base-head", "pre-merge"): ("pre-merge", [GUARD], 0),
+    ("base-head", "post-merge"): ("post-merge-only", [], 1),
+    ("diff", "pre-merge"): ("pre-merge", [GUARD], 0),
+    ("diff", "post-merge"): ("post-merge-only", [], 1),
+}
+
+
+@pytest.mark.parametrize(("given", "listed"), list(QUOTED))
+def test_a_quoted_path_is_audited(run_cli, tmp_path: Path, given: str, listed: str) -> None:  # type: ignore[no-untyped-def]
+    """The trap: git writes the path quoted and escaped; read as it stood it ended in `.py"`:
+    with --base/--head the change was "No behaviour change found", exit 0 (a silent miss),
+    and with --diff "not in the checkout", exit 2. Unquoted, it is the change of ``f``: green
+    when its one guard runs pre-merge, red when only post-merge (no false green either way)."""
+    repo = _unicode_repo(tmp_path, pre_merge=listed == "pre-merge")
     commit(repo, {MOD: "def f():\n    return 2\n"})
-    assert '"a/tensorrt_llm/\\303\\274n' in git(repo, "diff", "HEAD~1", "HEAD")  # git quotes
-    code, data = audit_json(run_cli, repo)
+    text = git(repo, "diff", "HEAD~1", "HEAD")
+    assert '"a/tensorrt_llm/\\303\\274n' in text  # git quotes it
+    if given == "diff":
+        (tmp_path / "pr.diff").write_text(text)
+        code, data = audit_json(run_cli, repo, "--diff", str(tmp_path / "pr.diff"))
+    else:
+        code, data = audit_json(run_cli, repo)
+    verdict, guards, exit_code = QUOTED[given, listed]
     [b] = data["behaviours"]
-    assert (b["path"], b["function"], b["verdict"]) == (MOD, "f", "pre-merge")
-    assert b["pre_merge_guards"] == [GUARD]
-    assert code == 0
-
-
-def test_a_quoted_path_is_audited_with_diff(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """--diff: the quoted path was "not in the checkout" (exit 2); it is the same file."""
-    repo = _unicode_repo(tmp_path)
-    commit(repo, {MOD: "def f():\n    return 2\n"})
-    diff = tmp_path / "pr.diff"
-    diff.write_text(git(repo, "diff", "HEAD~1", "HEAD"))
-    code, data = audit_json(run_cli, repo, "--diff", str(diff))
-    [b] = data["behaviours"]
-    assert (b["path"], b["verdict"], b["pre_merge_guards"]) == (MOD, "pre-merge", [GUARD])
-    assert code == 0
+    assert (b["path"], b["function"], b["tier"]) == (MOD, "f", "symbol")
+    assert (b["verdict"], b["pre_merge_guards"], code) == (verdict, guards, exit_code)
 
 
 def test_a_quoted_path_outside_root_is_counted(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
