@@ -248,3 +248,26 @@ def test_a_deleted_module_imported_by_code_no_test_reaches(run_cli, tmp_path: Pa
     assert code == 1 and _gone(data)["verdict"] == "unguarded"
     [f] = findings(data, "no-guard")
     assert "still imported at tensorrt_llm/_torch/pyexecutor/wrapper.py:1)" in f["message"]
+
+
+def test_a_removal_in_the_comment_and_the_html(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from reports.comment import render_comment
+
+    repo = _repo(tmp_path, {"test_via.py": VIA},
+                 {"tensorrt_llm/_torch/pyexecutor/wrapper.py": WRAPPER}, [],
+                 ["test_via.py::test_via_wrapper"])
+    commit(repo, {CREATOR: None})
+    _, data = audit_json(run_cli, repo)
+    md = render_comment(data)
+    assert f"module {CREATOR_MOD} ({CREATOR}, deleted; still imported at" in md
+    assert "its module imports the removed module's old path unconditionally" in md
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps(data))
+    res = run_cli("--root", str(repo), "report", "--html", str(tmp_path / "html"),
+                  "--audit", str(audit))
+    assert res.code == 0, res.err
+    page = (tmp_path / "html" / "index.html").read_text()
+    assert "removed module&#39;s old path unconditionally" in page
+    assert "test_via_wrapper" in page
