@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import testdb
-from auditor.behaviour import Behaviour, behaviours, code_units, unit_at
+from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units, module_name
 from auditor.diff import Change, FileChange, is_test_path
-from auditor.evidence import CAN_GUARD, Evidence, level_phrase, weak_why
+from auditor.evidence import CAN_GUARD, Evidence, Level, level_phrase, weak_why
 from auditor.linking import (
     MAX_FINDING_GUARDS,
     MAX_TOKEN_PARAMS,
@@ -20,11 +21,21 @@ from auditor.linking import (
 from auditor.lists_diff import list_changes
 from auditor.model import Audit, BehaviourResult, Finding, Guard, Run
 from auditor.path_rules import PathRule, find_rules
+from auditor.stale_names import (
+    file_ids,
+    list_lines,
+    listed_test_removed,
+    removed_by_change,
+    stale_guard_name,
+)
 from auditor.suggest import suggest
 from testdb.botcmd import BotCommand
 from testdb.index import Index
 
 LISTS_DIR = "tests/integration/test_lists/"
+# (behaviour changes judged, of how many): called after each one. The library never prints;
+# the CLI shows a bar on a terminal when a change is large (reports/cmd_audit.py).
+Progress = Callable[[int, int], None]
 
 
 def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str], list[dict[str,
@@ -37,15 +48,15 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
         if fid is None or fc.new_text is None:
             continue
         try:
-            units = code_units(ast.parse(fc.new_text))
-        except SyntaxError:
+            units = UnitIndex(code_units(ast.parse(fc.new_text)))
+        except (SyntaxError, ValueError):
             continue
         touched: dict[str, list[int]] = defaultdict(list)
         for ln in sorted(fc.added):
-            u = unit_at(units, ln)
+            u = units.at(ln)
             while u and not (u.qualname.rsplit(".", 1)[-1].startswith(("test", "Test"))):
                 outer = u.qualname.rsplit(".", 1)[0] if "." in u.qualname else None
-                u = next((x for x in units if x.qualname == outer), None)
+                u = units.by_name.get(outer) if outer else None
             if u:
                 touched[u.qualname].append(ln)
         for q, lines in touched.items():
@@ -59,10 +70,10 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
 
 def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any = None,
               coverage: str | None = None, rules: str | None = None,
-              bot: BotCommand | None = None) -> Audit:
+              bot: BotCommand | None = None, progress: Progress | None = None) -> Audit:
     """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout);
     ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``); ``graph``: see
-    ``Auditor``."""
+    ``Auditor``; ``progress``: told of each behaviour change judged."""
     aud = Auditor(index, change, inventory, graph, coverage=coverage, bot=bot)
     path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
@@ -91,11 +102,19 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
         result.findings.append(Finding("info", "unlinked-file", fc.path, 0,
                                        f"{fc.path} ({fc.status}) is not Python; no rule links it "
                                        "to tests, so its guards are unknown"))
+    found: list[Behaviour] = []
     for fc in py_src:
-        bs, notes = behaviours(fc)
+        gone = _gone_module(aud, fc, result)
+        bs, notes = behaviours(fc) if fc.status != "deleted" else ([], [])
         result.notes += notes
-        for b in bs:
-            result.behaviours.append(_judge(aud, b, changed_ids, result))
+        found += [*([gone] if gone else []), *bs]
+    for n, b in enumerate(found, 1):
+        judged = aud.judge_links(list(aud.removal(b.module).links)) if b.gone else None
+        result.behaviours.append(_judge(aud, b, changed_ids, result, judged))
+        if progress is not None:
+            progress(n, len(found))
+    result.findings += _stale_guard_names(aud, result)
+    result.findings += _removed_listed_tests(aud, py_tests)
     for lc in list_changes(lists):
         result.list_changes.append(lc)
         if lc["kind"] == "moved-to-post-merge":
@@ -115,6 +134,111 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
     result.suggestion = suggest(index, aud.pipeline, result.findings)
     aud.save()  # what the next audit can reuse (unit-test selections)
     return result
+
+
+def _stale_guard_names(aud: Auditor, result: Audit) -> list[Finding]:
+    """``stale-guard-name``: a listed name in a block this PR's pipeline starts before merge
+    that names no test, while its nearest real id (``testdb.names``) is a guard of this change
+    (a link of a level that can guard): the line meant to guard the change runs nothing."""
+    guards: dict[str, tuple[str, str]] = {}  # test id -> (its verdict, what it is linked to)
+    for br in result.behaviours:
+        shown = br.module if br.qualname == "<module>" else br.qualname
+        for gs in br.guards.values():
+            for g in gs:
+                if CAN_GUARD.get(Level(g.tier, g.rank), False) and g.effective != "invalid":
+                    guards.setdefault(g.test_id, (g.effective, shown))
+    if not guards or aud.inventory is None:
+        return []
+    from testdb.names import INVALID, NameChecker
+
+    files = {t.split("::", 1)[0] for t in guards}
+    checker = NameChecker(aud.inventory)
+    placements = aud.index.schedule.placements
+    out: list[Finding] = []
+    for tid in placements:
+        if tid in guards or tid.startswith("unittest/") or tid.split("::", 1)[0] not in files:
+            continue
+        check = checker.check(tid)
+        near = next((n for n in check.nearest if n in guards), None)
+        if check.status != INVALID or near is None:
+            continue
+        for line in list_lines(tid, placements[tid], aud.pipeline):
+            f = stale_guard_name(line, near, *guards[near])
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def _removed_listed_tests(aud: Auditor, files: list[FileChange]) -> list[Finding]:
+    """``listed-test-removed``: each list line naming an id that was a test before the change
+    and names none after it (a test function deleted, a test file emptied, deleted or
+    renamed): CI ignores the line from now on."""
+    from testdb.inventory import scan_source
+
+    by_file: dict[str, list[str]] | None = None
+    out: list[Finding] = []
+    for fc in files:
+        fid = test_file_id(fc.old_path) if fc.old_path else None
+        if fid is None or fc.old_path is None or fc.old_text is None:
+            continue
+        if by_file is None:
+            by_file = defaultdict(list)
+            for tid in aud.index.schedule.placements:
+                by_file[tid.split("::", 1)[0]].append(tid)
+        listed = by_file.get(fid, [])
+        if not listed:
+            continue
+        base = file_ids(scan_source(fc.old_text, fid, path=fc.old_path))
+        same = fc.new_path is not None and test_file_id(fc.new_path) == fid
+        head = (file_ids(scan_source(fc.new_text, fid, path=fc.new_path or ""))
+                if same and fc.new_text is not None else None)
+        for tid in sorted(listed):
+            if not removed_by_change(tid, base, head):
+                continue
+            fn = tid.split("[", 1)[0]
+            why = ("its test file is deleted" if fc.new_path is None else
+                   f"its test file is renamed to {fc.new_path}" if head is None else
+                   "its test file is emptied" if not head.functions else
+                   f"{fn.split('::', 1)[1]} is deleted" if fn not in head.functions else
+                   "that parametrization is removed")
+            out += [listed_test_removed(line, why)
+                    for line in list_lines(tid, aud.index.schedule.placements[tid],
+                                           aud.pipeline)]
+    return out
+
+
+def _gone_module(aud: Auditor, fc: FileChange, result: Audit) -> Behaviour | None:
+    """The behaviour change of a module path that goes away (deleted, or the old path of a
+    rename): its guards are the tests whose imports still reach the old path, which fail at
+    collection (``auditor.removed``). Nothing importing it is no behaviour change, and the
+    audit says so."""
+    if fc.old_path is None or fc.old_path == fc.new_path:
+        return None
+    old = module_name(fc.old_path)
+    if fc.new_path is not None and module_name(fc.new_path) == old:
+        return None
+    how = "deleted" if fc.new_path is None else f"renamed to {fc.new_path}"
+    if old in aud.graph.modules:  # another file (a package's __init__.py) is that module now
+        result.notes.append(f"{fc.old_path} {how}, but {old} is still a module "
+                            f"({aud.graph.modules[old].path}): its importers are unchanged")
+        return None
+    if not aud.removal(old).importers:
+        result.notes.append(f"{fc.old_path} {how}: nothing in the checkout imports {old} any "
+                            "more, so no test can fail for its absence: no behaviour change "
+                            "(an import by a computed name, importlib or an entry point, is "
+                            "not seen)")
+        return None
+    return Behaviour(fc.old_path, old, "<module>", "module",
+                     "deleted" if fc.new_path is None else "renamed", 1, (),
+                     tuple(sorted(fc.removed)), (), gone=how)
+
+
+def _removed_where(aud: Auditor, b: Behaviour) -> str:
+    """A removed module as a finding names it: the old path, how, and who imports it."""
+    imps = aud.removal(b.module).importers
+    shown = ", ".join(f"{i.path}:{i.line}" for i in imps[:3])
+    more = f" and {len(imps) - 3} more" if len(imps) > 3 else ""
+    return f"module {b.module} ({b.path}, {b.gone}; still imported at {shown}{more})"
 
 
 def _judge_file(aud: Auditor, fc: FileChange, rules: list[PathRule], result: Audit
@@ -152,7 +276,7 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
     j = judged if judged is not None else aud.judge(b, changed_ids)
     d = j.decision
     br.guards, br.guard_counts = j.guards, j.counts
-    where = f"{b.qualname} ({b.path}:{b.line})"
+    where = _removed_where(aud, b) if b.gone else f"{b.qualname} ({b.path}:{b.line})"
     if d.level is None:
         br.verdict = "unguarded"
         bad = (f"; the {len(d.invalid)} listed id(s) linked to it name no test in this "

@@ -28,6 +28,7 @@ LEVELS: tuple[Level, ...] = (
     Level("parameter", 2),
     Level("symbol"),
     Level("path-rule"),
+    Level("removed-module"),
     Level("parameter", 3),
     Level("declared"),
     Level("module"),
@@ -39,6 +40,8 @@ LEVEL_TITLES: dict[Level, str] = {
                            "calls the changed code",
     Level("symbol"): "the test function (or a helper it calls) names the changed code",
     Level("path-rule"): "a path rule links the changed file to it",
+    Level("removed-module"): "its module imports the removed module's old path unconditionally "
+                             "(directly, or through modules that do): it fails at collection",
     Level("parameter", 3): "only a parameter value is on the changed lines",
     Level("declared"): "test changed in this diff that reaches the changed code",
     Level("module"): "test module imports the changed module",
@@ -46,7 +49,8 @@ LEVEL_TITLES: dict[Level, str] = {
 STRENGTH: dict[Level, str] = {
     Level("coverage"): "strong", Level("parameter", 1): "strong",
     Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
-    Level("parameter", 3): "weak", Level("declared"): "medium", Level("module"): "weak",
+    Level("removed-module"): "strong", Level("parameter", 3): "weak",
+    Level("declared"): "medium", Level("module"): "weak",
 }
 # Whether a level's links can guard: make a verdict pre-merge. A test that only imports the
 # changed module, or only carries a value that is on the changed lines (its parameter's name
@@ -58,7 +62,8 @@ STRENGTH: dict[Level, str] = {
 # graph checks.
 CAN_GUARD: dict[Level, bool] = {
     Level("coverage"): True, Level("parameter", 1): True, Level("parameter", 2): True,
-    Level("symbol"): True, Level("path-rule"): True, Level("parameter", 3): False,
+    Level("symbol"): True, Level("path-rule"): True, Level("removed-module"): True,
+    Level("parameter", 3): False,
     Level("declared"): True, Level("module"): False,
 }
 _PARAMETER_RANKS = {1: "value and parameter name on the changed lines",
@@ -104,6 +109,7 @@ def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
 
 _GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that name the changed code",
               "path-rule": "that a path rule names", "declared": "changed in this diff",
+              "removed-module": "that import the removed module's old path",
               "module": "whose modules import the changed module"}
 
 

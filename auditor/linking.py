@@ -105,6 +105,8 @@ class Auditor(Candidates):
         self._module_judgements: dict[str, Judgement] = {}
         self._file_parts: dict[str, Part] = {}
         self._effective: dict[str, str] = {}
+        self._import_index: Any = None  # auditor.removed.ImportIndex, for removed modules
+        self._removals: dict[str, Any] = {}
 
     def save(self) -> None:
         """Keep what this audit learnt that the next one can use (unit-test selections, the
@@ -281,6 +283,17 @@ class Auditor(Candidates):
                 out += [Evidence(tid, "symbol", 1, f"uses {used}", dist)
                         for tid in self.items_of(fid, q)]
         return out
+
+    def removal(self, old_module: str) -> Any:
+        """What removing ``old_module`` breaks (``auditor.removed.removal``): its importers on
+        the head side and the links of the tests that would fail."""
+        from auditor.removed import ImportIndex, removal
+
+        if old_module not in self._removals:
+            if self._import_index is None:
+                self._import_index = ImportIndex(self)
+            self._removals[old_module] = removal(self, self._import_index, old_module)
+        return self._removals[old_module]
 
     def declared_links(self, b: Behaviour, changed_test_ids: dict[str, str]) -> list[Evidence]:
         """Tests this diff changes whose module reaches the changed module."""

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 AUDIT_SCHEMA = "testdb-audit/audit@2"
-TIERS = ("coverage", "parameter", "symbol", "path-rule", "declared", "module")
+TIERS = ("coverage", "parameter", "symbol", "path-rule", "removed-module", "declared", "module")
 TIER_TITLES = {
     "coverage": "executed the changed lines (coverage contexts)",
     "parameter": "parametrization names a changed token",
     "symbol": "imports or calls the changed code",
     "path-rule": "a path rule links the changed file to it",
+    "removed-module": "imports the removed module's old path (fails at collection)",
     "declared": "test changed in this diff that reaches the changed code",
     "module": "test module imports the changed module",
 }

@@ -29,6 +29,45 @@ AUDIT_JSON_DEPTH = 5
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+class AuditProgress:
+    """A bar on stderr while a large change is judged (``auditor.audit.Progress``), on a
+    terminal only: JSON or text on stdout, and logs of CI, are never touched. Small changes
+    are judged before a bar would be read, so none is drawn below ``LARGE`` behaviours."""
+
+    LARGE = 500
+    EVERY_S = 0.2
+
+    def __init__(self, stream: Any = None) -> None:
+        import sys
+
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.drawn = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+
+        if not self.tty or total < self.LARGE:
+            return
+        now = time.monotonic()
+        if done < total and now - self.drawn < self.EVERY_S:
+            return
+        self.drawn, self.shown = now, True
+        fill = 30 * done // total
+        self.stream.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] {done:,}/{total:,} "
+                          "behaviour changes judged")
+        self.stream.flush()
+
+    def __enter__(self) -> AuditProgress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
 def run_from_options(opts: Any, base: str | None, head: str | None, diff: str | None,
                      coverage: str | None, rules: str | None = None,
                      bot_command: str | None = None) -> dict[str, Any]:
@@ -60,7 +99,9 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     change = (from_diff_file(opts.root, diff) if diff
               else from_git(opts.root, base or "", None))  # base against the work tree
     index = _with_cbts(index, change, opts.root, bot, cbts, [change.base or ""])
-    data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot))
+    with AuditProgress() as shown:
+        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot,
+                                    progress=shown))
     return _stamped(data, index, opts.root, "work tree")
 
 
@@ -118,9 +159,10 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
         change = dataclasses.replace(change, root=root, checkout_side="head")
         index = _with_cbts(index, change, opts.root, bot, cbts,
                            [f"{change.base}...{change.head}"])
-        data = audit_json(run_audit(index, change, graph=started.get("graph"),
-                                    inventory=started.get("inventory"), coverage=coverage,
-                                    rules=in_tree_rules, bot=bot))
+        with AuditProgress() as shown:
+            data = audit_json(run_audit(index, change, graph=started.get("graph"),
+                                        inventory=started.get("inventory"), coverage=coverage,
+                                        rules=in_tree_rules, bot=bot, progress=shown))
     answer = _stamped(data, index, opts.root, sha)
     if key is not None:
         audit_memo.put(key, *answer)
