@@ -104,10 +104,15 @@ def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
 def main(argv: list[str] | None = None) -> None:
     """The command line in-process, as the console script runs it (``reports.entry.main``: a
     warm answer when one is cached, else ``run``; the script then exits without the
-    interpreter's teardown, ``reports.entry.console``)."""
-    from reports.entry import main as entry_main
+    interpreter's teardown, ``reports.entry.console``). Written out here rather than calling
+    ``reports.entry``, which imports this module: the two would import each other."""
+    from reports.warm import answer
 
-    entry_main(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = answer(args)
+    if code is not None:
+        sys.exit(code)
+    run(args)
 
 
 def run(argv: list[str] | None = None) -> None:
