@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option
+from reports.common import check_repo, dump_json, format_option
 from testdb.errors import EXIT_FINDINGS, UsageError
 
 FAILING = {"failed", "error", "timeout", "cancelled", "preempted", "node-fail", "oom"}
@@ -69,7 +69,7 @@ class _Live:
               help="Refresh and show a Slurm run started with --no-wait.")
 @click.option("--stage-list", is_flag=True, help="Bot: --stage-list instead of --extra-stage.")
 @click.option("--post", is_flag=True, help="Bot: post the command on the PR (needs --repo, --pr).")
-@click.option("--repo", help="owner/name, for --post.")
+@click.option("--repo", callback=check_repo, help="owner/name, for --post.")
 @click.option("--pr", type=int, help="Pull request number, for --post.")
 @click.option("--api-url", default=lambda: os.environ.get("GITHUB_API_URL",
                                                            "https://api.github.com"),

@@ -123,6 +123,16 @@ def headline_colour(s: dict[str, Any]) -> str:
     return "yellow" if s["warnings"] else "green"
 
 
+def head_words(p: dict[str, Any]) -> str:
+    """The head side as the header names it: ``audit --base B`` without ``--head`` diffs B
+    against the work tree, so the head is the work tree (uncommitted changes included), not
+    the HEAD commit whose sha the provenance records beside it."""
+    sha = str(p.get("head") or "-")[:12]
+    if p.get("diff") == "git" and p.get("plan_from") == "work tree":
+        return f"work tree (uncommitted changes; HEAD {sha})"
+    return sha
+
+
 def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                width: int = 100) -> str:
     s = data["summary"]
@@ -130,7 +140,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
     plan = p.get("plan_from")
     where = ([f"diff {p['diff']}"] if p.get("diff") and p.get("diff") != "git" else
-             [f"base {str(p.get('base') or '-')[:12]}", f"head {str(p.get('head') or '-')[:12]}"])
+             [f"base {str(p.get('base') or '-')[:12]}", f"head {head_words(p)}"])
     if plan and plan != "work tree":
         where.append(f"test plan and sources from {plan[:12]}")
     out.append("  ".join(where))

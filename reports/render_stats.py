@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.unread import as_reported, diagnostic_lines, unread_note
+from reports.words import plural, skipped_note
 from testdb.stats import DiagRow
 
 
@@ -57,8 +58,9 @@ def render_text(d: dict[str, Any]) -> str:
         + ", ".join(f"{v} {n}" for v, n in sorted(d["verdicts"].items())) + _checked(d),
     ]
     for s in d["skipped_files"]:
-        lines.append(f"skipped         {s['path']}: {s['reason']}")
-    lines.append(f"diagnostics     {d['errors']} errors, {d['warnings']} warnings")
+        lines.append(f"note            {skipped_note(s['path'], s['reason'])}")
+    lines.append(f"diagnostics     {plural(d['errors'], 'error')}, "
+                 f"{plural(d['warnings'], 'warning')}")
     return "\n".join(lines)
 
 

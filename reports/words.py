@@ -5,6 +5,18 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 error``, ``2 errors``, ``0 errors`` (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def skipped_note(path: str, reason: str) -> str:
+    """The note for a test-list file that was read but not used (``stats`` and ``lint`` say
+    the same): a file whose shape is not a test list's, e.g. a QA recipe database."""
+    return f"skipped {path}: {reason}; not a test list, none of its lines were checked"
+
+
 # What each verdict word means (the text legend, the HTML legend and the tiles' tooltips).
 VERDICT_TEXT = {
     "pre-merge": "runs in a stage that every PR's pipeline starts",
