@@ -196,3 +196,27 @@ def test_lint_counts_in_plural_forms(run_cli: Any, example: Path) -> None:
     res = run_cli("--root", str(example), "lint")
     last = res.err.strip().splitlines()[-1]
     assert " 1 error," in last and "1 errors" not in last, last
+
+
+# ---- 15: a faulty change counted once --------------------------------------------------------
+
+@pytest.mark.parametrize(("covers", "culprits", "counts", "words"), [
+    # 3 behaviour changes of c1, c2, c3 and the fault whose culprit is c2: 3, not 4
+    ({"change c1 a", "change c2 b", "change c3 c", "fault t x"}, {"fault t x": "c2"},
+     (3, 3, 1, 1), "3 behaviour changes (1 of them faulty)"),
+    # a fault whose culprit's change the move does not guard: counted beside them
+    ({"change c1 a", "fault t x"}, {"fault t x": "c9"}, (2, 1, 1, 0),
+     "1 behaviour change and 1 faulty change"),
+    # only the fault (the "0 change(s), 1 faulty change(s)")
+    ({"fault t x"}, {"fault t x": None}, (1, 0, 1, 0), "1 faulty change"),
+    # two behaviour changes of one faulty commit: both changes, the fault once among them
+    ({"change c1 a", "change c1 b", "fault t x"}, {"fault t x": "c1"}, (2, 2, 1, 1),
+     "2 behaviour changes (1 of them faulty)"),
+])
+def test_guarded_counts_table(covers: set[str], culprits: dict[str, str | None],
+                              counts: tuple[int, int, int, int], words: str) -> None:
+    from reports.render_replay import guarded_counts, guarded_words
+
+    got = guarded_counts(frozenset(covers), culprits)
+    assert (got["guards"], got["changes"], got["faulty"], got["faulty_among_changes"]) == counts
+    assert guarded_words(got) == words
