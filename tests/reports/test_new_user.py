@@ -220,3 +220,29 @@ def test_guarded_counts_table(covers: set[str], culprits: dict[str, str | None],
     got = guarded_counts(frozenset(covers), culprits)
     assert (got["guards"], got["changes"], got["faulty"], got["faulty_among_changes"]) == counts
     assert guarded_words(got) == words
+
+
+# ---- 17: a test once, at its strongest level -------------------------------------------------
+
+@pytest.mark.parametrize(("levels", "home", "weaker"), [
+    ([["a", "b"], ["a", "c"], ["a", "b"]], {"a": 0, "b": 0, "c": 1}, {"a": 2, "b": 1, "c": 0}),
+    ([["a"], [], ["a", "a"]], {"a": 0}, {"a": 1}),  # a level lists a test once
+    ([], {}, {}),
+])
+def test_strongest_levels_table(levels: list[list[str]], home: dict[str, int],
+                                weaker: dict[str, int]) -> None:
+    from reports.render_audit import strongest_levels
+
+    assert strongest_levels(levels) == (home, weaker)
+
+
+def test_text_audit_shows_each_test_once(run_cli: Any) -> None:
+    res = run_cli("--root", str(EXAMPLE), "audit", "--diff", str(EXAMPLE / "pr.diff"))
+    assert res.code == 0, res.err
+    shown = [ln.split()[0] for ln in res.out.splitlines()
+             if ln.startswith("     ") and not ln.startswith("      ") and "::" in ln
+             or ln.startswith("     test_")]
+    assert shown and len(shown) == len(set(shown)), shown
+    assert "test_block_reuse_guard[FLASHINFER]" in shown
+    assert "also linked by 3 weaker levels" in res.out
+    assert "shown above, at a stronger level" in res.out
