@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+STOP = "|| exit $?"
 FENCE = re.compile(r"^```bash\n(.*?)^```", re.M | re.S)
 
 
@@ -42,12 +43,19 @@ def check(readme: str, ci: str) -> list[str]:
         wrong.append("no `python3 -m venv` followed by activating it")
     last = activate if activate is not None else len(lines)
     for cmd in readme_commands(readme):
-        if cmd not in lines:
-            wrong.append(f"README command not run literally: {cmd}")
-        elif lines.index(cmd) < last:
-            wrong.append(f"README command runs before the venv is active: {cmd}")
+        checked = f"{cmd} {STOP}"
+        if checked in lines:
+            at = lines.index(checked)
+        elif cmd in lines:
+            wrong.append(f"README command's failure would not stop the run (add {STOP!r}; "
+                         f"set -e ignores all but the last command of an && list): {cmd}")
+            at = lines.index(cmd)
         else:
-            last = lines.index(cmd)
+            wrong.append(f"README command not run literally: {cmd}")
+            continue
+        if at < last:
+            wrong.append(f"README command runs before the venv is active: {cmd}")
+        last = at
     if any(re.match(r"python3? -m pip install", ln) for ln in lines):
         wrong.append("installs with the system python3's pip, not the README's command")
     return wrong
@@ -65,8 +73,9 @@ def test_ci_run_runs_the_readme_commands_in_a_fresh_venv() -> None:
 
 README = "x\n```bash\n# 1. a\npip install -e . && testdb x\n\n# 2. b\npip install -e '.[test]' " \
          "&& python -m pytest\n```\n"
-GOOD = 'python3 -m venv "$venv"\nsource "$venv/bin/activate"\npip install -e . && testdb x\n' \
-       "pip install -e '.[test]' && python -m pytest\n"
+GOOD = 'python3 -m venv "$venv"\nsource "$venv/bin/activate"\n' \
+       "pip install -e . && testdb x || exit $?\n" \
+       "pip install -e '.[test]' && python -m pytest || exit $?\n"
 
 
 @pytest.mark.parametrize(("ci", "problem"), [
@@ -75,8 +84,11 @@ GOOD = 'python3 -m venv "$venv"\nsource "$venv/bin/activate"\npip install -e . &
     ("python3 -m pip install --quiet -e '.[test]'\npython3 -m pytest\n", "no `python3 -m venv`"),
     # a reworded command is not the README's
     (GOOD.replace("python -m pytest", "python -m pytest -q"), "not run literally"),
+    # a failed `pip install` in an && list does not stop a set -e script: the trap
+    (GOOD.replace(" || exit $?", ""), "would not stop the run"),
     # the commands before the venv is active
-    ("pip install -e . && testdb x\npip install -e '.[test]' && python -m pytest\n"
+    ("pip install -e . && testdb x || exit $?\n"
+     "pip install -e '.[test]' && python -m pytest || exit $?\n"
      'python3 -m venv "$venv"\nsource "$venv/bin/activate"\n', "before the venv is active"),
     (GOOD + "python3 -m pip install -e .\n", "system python3's pip"),
 ])
@@ -93,3 +105,18 @@ def test_ci_run_is_valid_bash() -> None:
     res = subprocess.run(["bash", "-n", str(REPO / ".ci" / "run")], capture_output=True,
                          text=True, timeout=30)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize(("line", "stops"), [
+    ("false && true", False),            # set -e lets a failure before the last && pass
+    (f"false && true {STOP}", True),
+    (f"true && false {STOP}", True),
+    (f"true && true {STOP}", None),      # nothing failed: it goes on
+])
+def test_why_the_readme_lines_end_in_exit(line: str, stops: bool | None) -> None:
+    res = subprocess.run(["bash", "-c", f"set -euo pipefail\n{line}\necho went-on"],
+                         capture_output=True, text=True, timeout=30)
+    went_on = "went-on" in res.stdout
+    assert went_on is (not stops), (line, res.returncode, res.stdout)
+    assert (res.returncode != 0) is bool(stops)
