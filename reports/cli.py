@@ -11,8 +11,11 @@ from typing import Any
 
 import click
 
+from reports.warm import command_at, hoist_globals
 from testdb import __version__
 from testdb.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TestDbError
+
+__all__ = ["cli", "command_at", "hoist_globals", "main", "run"]
 
 # name -> (module, attribute, one-line help); modules import only when their command runs,
 # which keeps `testdb where` start-up fast.
@@ -31,46 +34,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("reports.cmd_replay", "replay",
                "Audit a history commit by commit; score it; plan promotions."),
 }
-
-
-# The group's options a user may also write after the command (`testdb audit --root X`):
-# click reads a group's options only before the command name, and said "No such option".
-GLOBAL_VALUED = ("--root", "--stages", "--triggers", "--platform-facts")
-GLOBAL_FLAGS = ("--no-cache",)
-
-
-def command_at(args: list[str]) -> int:
-    """Where the command name is in ``args``: after the group options and their values."""
-    at = 0
-    while at < len(args) and args[at].startswith("-"):
-        at += 2 if args[at] in GLOBAL_VALUED else 1
-    return at
-
-
-def hoist_globals(args: list[str], command_opts: frozenset[str] = frozenset()) -> list[str]:
-    """``args`` with the group options found after the command moved in front of it (with
-    their values), as click expects; an option the command defines itself, and anything after
-    ``--``, stay where they are. Only the first word that is not a group option (or a value of
-    one) is taken as the command."""
-    at = command_at(args)
-    if at >= len(args):
-        return list(args)
-    front = args[:at]
-    rest, moved, i = [args[at]], [], at + 1
-    while i < len(args):
-        word = args[i]
-        name = word.split("=", 1)[0]
-        if word == "--":
-            rest += args[i:]
-            break
-        if name in command_opts or name not in (*GLOBAL_VALUED, *GLOBAL_FLAGS):
-            rest.append(word)
-            i += 1
-            continue
-        step = 2 if word in GLOBAL_VALUED else 1  # `--root X`; `--root=X` and flags are one
-        moved += args[i:i + step]
-        i += step
-    return [*front, *moved, *rest]
 
 
 class LazyGroup(click.Group):

@@ -16,6 +16,45 @@ from __future__ import annotations
 import os
 import sys
 
+# The group's options a user may also write after the command (`testdb audit --root X`):
+# click reads a group's options only before the command name, and said "No such option".
+GLOBAL_VALUED = ("--root", "--stages", "--triggers", "--platform-facts")
+GLOBAL_FLAGS = ("--no-cache",)
+
+
+def command_at(args: list[str]) -> int:
+    """Where the command name is in ``args``: after the group options and their values."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        at += 2 if args[at] in GLOBAL_VALUED else 1
+    return at
+
+
+def hoist_globals(args: list[str], command_opts: frozenset[str] = frozenset()) -> list[str]:
+    """``args`` with the group options found after the command moved in front of it (with
+    their values), as click expects; an option the command defines itself, and anything after
+    ``--``, stay where they are. Only the first word that is not a group option (or a value of
+    one) is taken as the command."""
+    at = command_at(args)
+    if at >= len(args):
+        return list(args)
+    front = args[:at]
+    rest, moved, i = [args[at]], [], at + 1
+    while i < len(args):
+        word = args[i]
+        name = word.split("=", 1)[0]
+        if word == "--":
+            rest += args[i:]
+            break
+        if name in command_opts or name not in (*GLOBAL_VALUED, *GLOBAL_FLAGS):
+            rest.append(word)
+            i += 1
+            continue
+        step = 2 if word in GLOBAL_VALUED else 1  # `--root X`; `--root=X` and flags are one
+        moved += args[i:i + step]
+        i += step
+    return [*front, *moved, *rest]
+
 
 def answer(argv: list[str]) -> int | None:
     """The exit code after printing the warm answer to ``argv``, or None (nothing printed)
@@ -43,8 +82,9 @@ def answer(argv: list[str]) -> int | None:
 
 def plain_stats(argv: list[str]) -> tuple[str, str] | None:
     """``(root, format)`` when ``argv`` is ``[--root DIR] stats [--format text|json]``
-    (either ``--opt value`` or ``--opt=value``), else None."""
-    words = list(argv)
+    (either ``--opt value`` or ``--opt=value``; ``--root`` also after ``stats``, as click
+    takes it: ``hoist_globals``), else None."""
+    words = hoist_globals(list(argv))
     root: str | None = "."
     fmt: str | None = "text"
     if words and (words[0] == "--root" or words[0].startswith("--root=")):

@@ -33,6 +33,9 @@ def private_cache(_isolated_cache: None, tmp_path: Path, monkeypatch: pytest.Mon
     (["--root", "R", "stats"], ("R", "text")),
     (["--root=R", "stats", "--format", "json"], ("R", "json")),
     (["--root", "R", "stats", "--format=text"], ("R", "text")),
+    (["stats", "--root", "R"], ("R", "text")),  # --root after the command, as click takes it
+    (["stats", "--format", "json", "--root=R"], ("R", "json")),
+    (["stats", "--no-cache"], None),
     (["stats", "--format", "xml"], None),  # click says what is wrong
     (["stats", "--format"], None),
     (["--root", "R", "--no-cache", "stats"], None),
