@@ -82,7 +82,7 @@ class Evidence:
     tier: str
     rank: int
     reason: str
-    distance: int | None = None  # import distance, for the declared and module tiers
+    distance: int | None = None  # import distance (declared, module, symbol, parameter tiers)
     value: str = ""  # the changed token a parameter-tier link shares
 
     @property

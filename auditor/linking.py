@@ -219,7 +219,10 @@ class Auditor(Candidates):
             verdict, effective, runs, via = self.runs_of(e.test_id)
             path, line = "", 0
             if self.inventory is not None:
-                it = self.inventory.get(e.test_id)
+                # A listed id of a function parametrized at run time is no item of its own:
+                # the function's (indeterminate) item says where it is.
+                it = self.inventory.get(e.test_id) or next(
+                    iter(self.inventory.by_base(e.test_id.split("[", 1)[0])), None)
                 if it is not None:
                     path, line = it.path or it.file, it.line
             hit = self._guards[e] = Guard(e.test_id, e.tier, e.reason, e.strength, verdict,
@@ -253,6 +256,7 @@ class Auditor(Candidates):
         """Parametrizations one of whose values is a changed token, ranked by
         ``parameter_rank``; ``reached``: the tests whose function names the changed code."""
         names_on_lines = set(b.tokens)
+        reach = self.test_importers(b.module)[1]  # the import distance, where the source is
         out: list[Evidence] = []
         for tok in b.tokens:
             if self.value_count(tok) > MAX_TOKEN_PARAMS:
@@ -263,7 +267,7 @@ class Auditor(Candidates):
                 rank = parameter_rank(pname is not None and pname in names_on_lines,
                                       tid in reached)
                 out.append(Evidence(tid, "parameter", rank, parameter_reason(pname, tok, rank),
-                                    value=tok))
+                                    reach.get(tid.split("::", 1)[0]), value=tok))
         return out
 
     def symbol_links(self, b: Behaviour) -> list[Evidence]:

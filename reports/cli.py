@@ -11,8 +11,11 @@ from typing import Any
 
 import click
 
+from reports.warm import command_at, hoist_globals
 from testdb import __version__
 from testdb.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, TestDbError
+
+__all__ = ["cli", "command_at", "hoist_globals", "main", "run"]
 
 # name -> (module, attribute, one-line help); modules import only when their command runs,
 # which keeps `testdb where` start-up fast.
@@ -34,6 +37,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 
 class LazyGroup(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        at = command_at(args)
+        cmd = self.get_command(ctx, args[at]) if at < len(args) else None
+        opts = frozenset(o for p in (cmd.params if cmd else ()) for o in p.opts)
+        return super().parse_args(ctx, hoist_globals(args, opts))
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -104,10 +113,15 @@ def cli(ctx: click.Context, root: str, stages: str | None, triggers: str | None,
 def main(argv: list[str] | None = None) -> None:
     """The command line in-process, as the console script runs it (``reports.entry.main``: a
     warm answer when one is cached, else ``run``; the script then exits without the
-    interpreter's teardown, ``reports.entry.console``)."""
-    from reports.entry import main as entry_main
+    interpreter's teardown, ``reports.entry.console``). Written out here rather than calling
+    ``reports.entry``, which imports this module: the two would import each other."""
+    from reports.warm import answer
 
-    entry_main(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    code = answer(args)
+    if code is not None:
+        sys.exit(code)
+    run(args)
 
 
 def run(argv: list[str] | None = None) -> None:

@@ -9,8 +9,8 @@ from typing import Any, TypeVar, cast
 import click
 
 from reports.cmd_audit import audit_options, run_from_options
-from reports.common import dump_json, format_option
-from testdb.errors import UsageError
+from reports.common import check_repo, dump_json, format_option
+from testdb.errors import EXIT_FINDINGS, UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
 
@@ -27,7 +27,7 @@ def _typed(decorator: Any) -> Callable[[F], F]:
 @click.option("--audit", "audit_file", type=click.Path(dir_okay=False),
               help="Audit JSON from `testdb audit --format json -o FILE` (default: audit now).")
 @_typed(audit_options)
-@click.option("--repo", metavar="OWNER/NAME",
+@click.option("--repo", metavar="OWNER/NAME", callback=check_repo,
               help="GitHub repository: evidence links point at its files at the head SHA.")
 @click.option("--head-sha", metavar="SHA",
               help="Commit the evidence links point at (default: the audit's head).")
@@ -39,19 +39,24 @@ def _typed(decorator: Any) -> Callable[[F], F]:
 @click.option("--pr", type=click.IntRange(min=1), help="Pull request number for --post.")
 @click.option("--api-url", default=DEFAULT_API_URL, show_default=True,
               help="GitHub REST API base URL (GitHub Enterprise: https://HOST/api/v3).")
+@click.option("--fail-on", type=click.Choice(["never", "error", "warning"]), default="never",
+              show_default=True,
+              help="Exit 1 after printing or posting when the audit has findings at or above "
+                   "this severity (as `audit --fail-on`).")
 @_typed(format_option("markdown", "json"))
 @click.pass_obj
 def comment(opts: Any, audit_file: str | None, base: str | None, head: str | None,
             diff: str | None, coverage: str | None, rules: str | None,
             bot_command: str | None, repo: str | None, head_sha: str | None,
             report_url: str | None, results_file: str | None, post: bool, pr: int | None,
-            api_url: str, fmt: str) -> int:
+            api_url: str, fail_on: str, fmt: str) -> int:
     """Render the pre-merge PR comment: the verdict sentence, the findings (errors first), the
     `/bot run --extra-stage` command for the missing guards and, folded in, launch results.
 
     Without --post the markdown is printed; with --post it becomes the one sticky comment on
     the pull request (created once, then updated in place). --format json prints the body and
-    its length as JSON instead.
+    its length as JSON instead. The exit is 0 (the comment is a report; the check fails on
+    `audit`'s exit) unless --fail-on error|warning asks for 1 on such findings.
 
     \b
     Examples:
@@ -83,7 +88,7 @@ def comment(opts: Any, audit_file: str | None, base: str | None, head: str | Non
                                   "body": body}))
         else:
             click.echo(body, nl=False)
-        return 0
+        return _exit(data, fail_on)
     from reports.github import upsert_comment
 
     assert repo is not None and pr is not None
@@ -94,4 +99,14 @@ def comment(opts: Any, audit_file: str | None, base: str | None, head: str | Non
                               "id": res.id, "url": res.url, "chars": len(body)}))
     else:
         click.echo(f"{res.action} comment {res.id} on {repo}#{pr}: {res.url}")
+    return _exit(data, fail_on)
+
+
+def _exit(data: dict[str, Any], fail_on: str) -> int:
+    """1 when the audit has findings at or above ``fail_on`` (the rule of `audit --fail-on`),
+    after the comment is out: a failing check still gets its comment."""
+    s = data.get("summary") or {}
+    errors, warnings = int(s.get("errors") or 0), int(s.get("warnings") or 0)
+    if (fail_on == "error" and errors) or (fail_on == "warning" and (errors or warnings)):
+        return EXIT_FINDINGS
     return 0

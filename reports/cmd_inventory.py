@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option
+from reports.common import dump_json, format_option, plural
 from testdb.errors import UsageError
 
 
@@ -81,13 +81,37 @@ def inventory(opts: Any, collect: bool, cwd: str | None, prefix: str, merge: boo
                 "; it has no static items either")
         click.echo(f"note: collection found nothing in {file}: pytest skipped it ({reason})"
                    + kept, err=True)
-    items = list(inv)
-    sources = Counter(i.source for i in items)
-    click.echo(f"{len(inv.files())} test files, {len(items)} items "
-               f"({', '.join(f'{n} {s}' for s, n in sorted(sources.items()))}); "
-               f"{sum(1 for i in items if i.indeterminate)} indeterminate, "
-               f"{len(inv.placeholders())} scopes that may hold tests not listed statically")
+    click.echo(inventory_text(inv, opts.root, where if collect else None))
     return rc
+
+
+def inventory_text(inv: Any, root: str, collected_in: str | None = None) -> str:
+    """Per test file its item count (indeterminate ones and open scopes named), then the
+    totals; an inventory without a test file says where it looked instead of "0 test files"."""
+    files = inv.files()
+    if not files:
+        looked = (f"pytest collected nothing in {collected_in}" if collected_in else
+                  "the static inventory reads Python test files under "
+                  "tests/integration/defs and tests/unittest")
+        return (f"no test sources under {root}: {looked}, and found none; pass the root of a "
+                "checkout with its tests (the test lists alone name ids, not their code)")
+    items = list(inv)
+    open_scopes = Counter(p.file for p in inv.placeholders())
+    width = min(max(len(f) for f in files), 72)
+    lines = []
+    for f in files:
+        mine = inv.by_file(f)
+        vague = sum(1 for i in mine if i.indeterminate)
+        extra = "".join([f", {vague} indeterminate" if vague else "",
+                         f", {plural(open_scopes[f], 'open scope')}" if open_scopes[f] else ""])
+        lines.append(f"{f:<{width}}  {plural(len(mine), 'item')}{extra}")
+    sources = Counter(i.source for i in items)
+    lines.append(f"{plural(len(files), 'test file')}, {plural(len(items), 'item')} "
+                 f"({', '.join(f'{n} {s}' for s, n in sorted(sources.items()))}); "
+                 f"{sum(1 for i in items if i.indeterminate)} indeterminate, "
+                 f"{plural(len(inv.placeholders()), 'scope')} that may hold tests not listed "
+                 "statically")
+    return "\n".join(lines)
 
 
 def _unparsable(inv: Any) -> int:

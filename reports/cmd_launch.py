@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option
-from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
+from reports.common import check_repo, dump_json, format_option
+from testdb.errors import EXIT_FINDINGS, UsageError
 
 FAILING = {"failed", "error", "timeout", "cancelled", "preempted", "node-fail", "oom"}
 PLAN_SCHEMA = "testdb-audit/launch-plan@1"
@@ -21,21 +21,9 @@ BOT_SCHEMA = "testdb-audit/bot-command@1"
 
 def _slurm_config(path: str | None) -> Any:
     from auditor.launch import SlurmConfig
+    from auditor.launch.slurmconfig import load
 
-    if not path:
-        return SlurmConfig()
-    import yaml
-
-    from testdb.files import read_text
-
-    try:
-        data = yaml.safe_load(read_text(path)) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", SourceLoc(path)) from None
-    if not isinstance(data, dict):
-        raise InputError("slurm config must be a mapping", SourceLoc(path, 1))
-    gpu_types = data.pop("gpu_types", None)
-    return SlurmConfig.from_mapping(gpu_types, **data)
+    return load(path) if path else SlurmConfig()
 
 
 class _Live:
@@ -81,7 +69,7 @@ class _Live:
               help="Refresh and show a Slurm run started with --no-wait.")
 @click.option("--stage-list", is_flag=True, help="Bot: --stage-list instead of --extra-stage.")
 @click.option("--post", is_flag=True, help="Bot: post the command on the PR (needs --repo, --pr).")
-@click.option("--repo", help="owner/name, for --post.")
+@click.option("--repo", callback=check_repo, help="owner/name, for --post.")
 @click.option("--pr", type=int, help="Pull request number, for --post.")
 @click.option("--api-url", default=lambda: os.environ.get("GITHUB_API_URL",
                                                            "https://api.github.com"),
@@ -115,8 +103,22 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
         return _show(status(Path(status_dir)), fmt, allow_not_runnable)
     if bool(pattern) == bool(from_audit):
         raise UsageError("give a PATTERN or --from audit.json (one of them)")
-    planned = _plan(opts, pattern, from_audit, include_pre_merge, run_dir)
+    # every input read before any work (a wrong --slurm-config fails before planning)
+    config = _slurm_config(slurm_config) if backend == "slurm" else None
+    from auditor.launch import rundir
+
+    # a run of its own, always (a dry run or the bot only names it)
+    make = not (dry_run or backend == "bot")
+    claimed = make and not (run_dir and os.path.isdir(run_dir))  # ours to remove if unused
+    rdir = rundir.claim(run_dir) if make else rundir.preview(run_dir)
+    try:
+        planned = _plan(opts, pattern, from_audit, include_pre_merge, str(rdir))
+    except BaseException:
+        _drop_if_empty(rdir, claimed)
+        raise
     rows, skipped = planned.rows, [skipped_to_dict(s) for s in planned.skipped]
+    if not rows:
+        _drop_if_empty(rdir, claimed)
     _say_skipped(planned.skipped, backend)
     if not rows:
         if skipped:  # none of the guards can be launched: no silent success (docs/launch.md)
@@ -131,9 +133,7 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
     if backend == "bot":
         return _bot(opts.index(), rows, stage_list, post, repo, pr, api_url, fmt,
                     *_pipeline_of(opts, from_audit), skipped=skipped)
-    rdir = Path(run_dir or os.path.join("testdb-runs", time.strftime("%Y%m%d-%H%M%S")))
     if dry_run:
-        config = _slurm_config(slurm_config) if backend == "slurm" else None
         _dry_run(rows, rdir, config, fmt, skipped)
         return 0
     _write_lists(rows)
@@ -142,7 +142,7 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
         if backend == "slurm":
             from auditor.launch import SlurmBackend
 
-            results = SlurmBackend(_slurm_config(slurm_config)).run(
+            results = SlurmBackend(config).run(
                 [r.item for r in rows], rdir, wait=wait, progress=live)
         else:
             from auditor.launch import LocalBackend
@@ -151,6 +151,13 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
     finally:
         live.close()
     return _show(results, fmt, allow_not_runnable)
+
+
+def _drop_if_empty(rdir: Path, claimed: bool) -> None:
+    """Remove the directory claimed for a launch that ran nothing (an error, nothing to launch)."""
+    if claimed:
+        with contextlib.suppress(OSError):  # not empty, or gone: keep what is there
+            rdir.rmdir()
 
 
 def _pipeline_of(opts: Any, from_audit: str | None
@@ -312,8 +319,9 @@ def _show(results: Any, fmt: str, allow_not_runnable: bool = False) -> int:
     code, why = launch_exit([r.outcome for r in results.results], results.interrupted,
                             allow_not_runnable)
     if why:
-        stuck = next(r for r in results.results if r.outcome == "not-runnable")
-        click.echo(f"{'error' if code else 'warning'}: {why}: {stuck.test_id}: {stuck.detail}"
+        stuck = "; ".join(f"{r.test_id}: {r.detail}" if r.detail else r.test_id
+                          for r in results.results if r.outcome == "not-runnable")
+        click.echo(f"{'error' if code else 'warning'}: {why}: {stuck}"
                    "; run them where they fit (--backend slurm, a bigger machine)"
                    + (" or pass --allow-not-runnable" if code else ""), err=True)
     return code

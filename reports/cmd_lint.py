@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from reports.common import dump_json, format_option, paint, report_diagnostics, use_colour
+from reports.common import (
+    dump_json,
+    format_option,
+    paint,
+    plural,
+    report_diagnostics,
+    use_colour,
+)
 from testdb import __version__
 from testdb.errors import EXIT_FINDINGS, Severity, UsageError
 
@@ -46,6 +53,11 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
     # Unreadable input first, on stderr, as stats and where print it: exit 2 whatever the
     # findings (each is also an `input` finding below, where the rest of the plan is linted).
     bad_input = report_diagnostics(index.diagnostics, quiet_warnings=True)
+    if fmt == "text":  # the files stats lists as skipped: not silently left out here either
+        from reports.words import skipped_note
+
+        for s in index.skipped:
+            click.echo(f"note: {skipped_note(s.path, s.reason)}", err=True)
     inv = None
     if inventory:
         from testdb.inventory import build_static
@@ -57,7 +69,8 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
     if fmt == "json":
         click.echo(dump_json({"schema": LINT_SCHEMA, "findings": [
             {"path": f.loc.path, "line": f.loc.line, "rule": f.rule,
-             "severity": f.severity.value, "message": f.message} for f in findings]}))
+             "severity": f.severity.value, "message": f.message} for f in findings],
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in index.skipped]}))
     elif fmt == "sarif":
         click.echo(dump_json(sarif(findings, __version__)))
     else:
@@ -67,8 +80,8 @@ def lint(opts: Any, fmt: str, fail_on: str, inventory: bool, rules: tuple[str, .
             sev = paint(f.severity.value, colours[f.severity], colour, bold=True)
             click.echo(f"{f.loc}: {sev}: {f.message} [{f.rule}]")
         counts = Counter(f.severity.value for f in findings)
-        click.echo(f"{len(findings)} finding(s): {counts['error']} errors, "
-                   f"{counts['warning']} warnings, {counts['info']} info"
+        click.echo(f"{plural(len(findings), 'finding')}: {plural(counts['error'], 'error')}, "
+                   f"{plural(counts['warning'], 'warning')}, {counts['info']} info"
                    + ("" if inv is None or len(inv) else
                       "; no test sources under --root, so ids were not checked"), err=True)
     if bad_input:

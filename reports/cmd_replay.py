@@ -99,6 +99,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
         raise UsageError("--budget-minutes is for --plan-promotions")
     options = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
                                   platform_facts=opts.platform_facts, rules=rules)
+    if outcomes is not None:
+        _check_outcomes(opts.root, rev_range, outcomes)
     progress = _Progress()
     try:
         run = run_replay(opts.root, rev_range, options, jobs=jobs, use_cache=opts.use_cache,
@@ -125,3 +127,15 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
                    f"{failed[0].short}: {failed[0].error}", err=True)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _check_outcomes(root: str, rev_range: str, outcomes: str) -> None:
+    """Read --outcomes against the range's commits before auditing any of them: a file that
+    cannot be read is exit 2 now, not after the whole range was audited (the analysis reads
+    it again with the tests the audits found, which only names the JUnit cases better)."""
+    from auditor.replay.gitsource import first_parent_commits
+    from auditor.replay.outcomes import read_outcomes
+    from auditor.replay.runner import top_level
+
+    top_level(root)
+    read_outcomes(outcomes, [c.sha for c in first_parent_commits(root, rev_range)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -11,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from reports.unread import LIMIT, diagnostic_lines, unread_note
+from reports.words import plural as plural  # here for the commands; words.py has no click
 from testdb.errors import Diagnostic, Severity
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -86,3 +88,31 @@ def require_test_lists(src: Any, root: str) -> None:
     if src is not None and not (src.testdb or src.qa_yaml or src.qa_txt):
         raise InputError(f"no test lists under {root}",
                          hint="pass --root (a checkout with tests/integration/test_lists)")
+
+
+# GitHub's rules: an owner is letters, digits and single hyphens (not first or last); a
+# repository name is letters, digits, '.', '-' and '_' (not "." or "..").
+_OWNER = re.compile(r"[A-Za-z0-9](?:-?[A-Za-z0-9])*")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def repo_problem(repo: str) -> str:
+    """What is wrong with ``repo`` as a GitHub OWNER/NAME (empty: nothing)."""
+    owner, slash, name = repo.partition("/")
+    if not slash:
+        return "expected OWNER/NAME, e.g. NVIDIA/TensorRT-LLM"
+    if len(owner) > 39 or not _OWNER.fullmatch(owner):
+        return f"{owner!r} is not a GitHub owner (letters, digits, single hyphens)"
+    if not _NAME.fullmatch(name) or name in (".", ".."):
+        return f"{name!r} is not a GitHub repository name (letters, digits, '.', '-', '_')"
+    return ""
+
+
+def check_repo(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for ``--repo OWNER/NAME``: a wrong one is a usage error (exit 2), not
+    links to ``github.com/not-a-repo/...``."""
+    if value is not None:
+        problem = repo_problem(value)
+        if problem:
+            raise click.BadParameter(f"{value!r}: {problem}", ctx=ctx, param=param)
+    return value

@@ -1,12 +1,5 @@
-"""The ``testdb`` entry point: a warm answer straight from its cache, else the click CLI.
-
-A warm ``testdb stats`` is a stat stamp and one small cache file; importing click (and the
-records a loaded index needs) cost several times more than that. So before click is
-imported, a command line of the plain shape ``[--root DIR] stats [--format text|json]`` is
-answered here when the stamp proves the plan unchanged and its stats are cached. Anything
-else (another option, ``--help``, a cold cache, a changed plan) goes to click, which gives
-the same answer and fills the cache. The shape is matched by hand: no parser library is
-lighter to import than the answer itself.
+"""The ``testdb`` entry point: a warm answer straight from its cache (``reports.warm``), else
+the click CLI (``reports.cli``), imported only then: click costs several times a warm answer.
 """
 
 from __future__ import annotations
@@ -14,6 +7,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+
+from reports.warm import answer, plain_stats
+
+__all__ = ["answer", "console", "main", "plain_stats"]
 
 
 def console() -> None:
@@ -58,79 +55,3 @@ def main(argv: list[str] | None = None) -> None:
     from reports.cli import run
 
     run(args)
-
-
-def answer(argv: list[str]) -> int | None:
-    """The exit code after printing the warm answer to ``argv``, or None (nothing printed)
-    when there is none: the caller runs the full command line."""
-    shape = plain_stats(argv)
-    if shape is None:
-        return None
-    try:
-        found = _warm_stats(*shape)
-    except Exception:  # whatever went wrong, the full command line answers
-        return None
-    if found is None:
-        return None
-    out, err, code = found
-    try:
-        if err:  # errors before the result, as the full command line prints them
-            sys.stderr.write("\n".join(err) + "\n")
-            sys.stderr.flush()
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        return 0
-    return code
-
-
-def plain_stats(argv: list[str]) -> tuple[str, str] | None:
-    """``(root, format)`` when ``argv`` is ``[--root DIR] stats [--format text|json]``
-    (either ``--opt value`` or ``--opt=value``), else None."""
-    words = list(argv)
-    root: str | None = "."
-    fmt: str | None = "text"
-    if words and (words[0] == "--root" or words[0].startswith("--root=")):
-        root, words = _value(words)
-    if not words or words[0] != "stats":
-        return None
-    words = words[1:]
-    if words and (words[0] == "--format" or words[0].startswith("--format=")):
-        fmt, words = _value(words)
-    if words or fmt not in ("text", "json") or not root or root.startswith("-"):
-        return None
-    return root, fmt
-
-
-def _value(words: list[str]) -> tuple[str | None, list[str]]:
-    head = words[0]
-    if "=" in head:
-        return head.split("=", 1)[1], words[1:]
-    return (words[1], words[2:]) if len(words) > 1 else (None, [])
-
-
-def _warm_stats(root: str, fmt: str) -> tuple[str, list[str], int] | None:
-    if not os.path.isdir(root):
-        return None
-    from testdb.stamp import plan_stamp
-
-    hit = plan_stamp(root).check()
-    if hit is None:
-        return None
-    recorded, key = hit
-    if not any(recorded.get(k) for k in ("testdb", "qa_yaml", "qa_txt")):
-        return None  # no test lists: the full command line says what is wrong
-    from reports.render_stats import checks_names, render
-    from testdb.stats import cache_key, cached_stats
-
-    tests = None
-    if checks_names(root):
-        # Verdicts checked against the test sources: cached under the inventory's key too,
-        # which its stamp proves (a changed test file sends the run to click).
-        from testdb.inventory.tree import inventory_key
-
-        tests = inventory_key(root)
-        if tests is None:
-            return None
-    cached = cached_stats(cache_key(key, tests), root)
-    return None if cached is None else render(*cached, fmt)

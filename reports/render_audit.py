@@ -127,6 +127,16 @@ def headline_colour(s: dict[str, Any]) -> str:
     return "yellow" if s["warnings"] or s.get("caveats") else "green"
 
 
+def head_words(p: dict[str, Any]) -> str:
+    """The head side as the header names it: ``audit --base B`` without ``--head`` diffs B
+    against the work tree, so the head is the work tree (uncommitted changes included), not
+    the HEAD commit whose sha the provenance records beside it."""
+    sha = str(p.get("head") or "-")[:12]
+    if p.get("diff") == "git" and p.get("plan_from") == "work tree":
+        return f"work tree (uncommitted changes; HEAD {sha})"
+    return sha
+
+
 def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                width: int = 100) -> str:
     s = data["summary"]
@@ -134,7 +144,7 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
     out = [paint(s["sentence"], headline_colour(s), colour, bold=True)]
     plan = p.get("plan_from")
     where = ([f"diff {p['diff']}"] if p.get("diff") and p.get("diff") != "git" else
-             [f"base {str(p.get('base') or '-')[:12]}", f"head {str(p.get('head') or '-')[:12]}"])
+             [f"base {str(p.get('base') or '-')[:12]}", f"head {head_words(p)}"])
     if plan and plan != "work tree":
         where.append(f"test plan and sources from {plan[:12]}")
     out.append("  ".join(where))
@@ -165,13 +175,19 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
             out.extend(_wrap(f"{WEAK_PRE_MERGE}: " + ", ".join(
                 short_id(t) for t in wl[:4]) + (f" +{n - 4}" if n > 4 else ""), width, "  "))
         can_guard = (b.get("decided_by") or {}).get("can_guard") is not False
-        for level, gs, total, invalid in _levels(b):
+        levels = _levels(b)
+        home, weaker = strongest_levels([[g["test_id"] for g in gs] for _, gs, _, _ in levels])
+        for at, (level, gs, total, invalid) in enumerate(levels):
             decides = any(g.get("decides", level.tier == b["tier"]) for g in gs)
             lead = level_lead(decides, can_guard)
             bad = (f"; +{invalid} invalid listed id{'s' * (invalid != 1)}, not counted"
                    if invalid else "")
-            out.extend(_wrap(f"{lead}: {level_title(level)} ({total}{bad})", width, "  "))
-            for g in gs[:max_guards]:
+            mine = [g for g in gs if home[g["test_id"]] == at]
+            above = len(gs) - len(mine)
+            again = f"; {above} shown above, at a stronger level" if above else ""
+            out.extend(_wrap(f"{lead}: {level_title(level)} ({total}{bad}{again})", width,
+                             "  "))
+            for g in mine[:max_guards]:
                 gv = paint(g["effective"], VERDICT_COLOURS.get(g["effective"]), colour)
                 out.append(f"     {short_id(g['test_id'])}  {gv}")
                 stages = sorted({r["stage"] for r in g["runs"] if not r["waived"]})
@@ -181,9 +197,12 @@ def audit_text(data: dict[str, Any], colour: bool = False, max_guards: int = 6,
                 if stages:
                     detail += f"; stages: {', '.join(stages[:4])}" + (
                         f" +{len(stages) - 4}" if len(stages) > 4 else "")
+                n_weaker = weaker[g["test_id"]]
+                if n_weaker:
+                    detail += f"; also linked by {n_weaker} weaker level{'s' * (n_weaker != 1)}"
                 out.extend(_wrap(detail.strip(), width, "       "))
-            if total > max_guards:
-                out.append(f"     ... {total - max_guards} more (see --format json)")
+            if total - above > max_guards:
+                out.append(f"     ... {total - above - max_guards} more (see --format json)")
     for lc in data["list_changes"]:
         out.append(f"list change: {lc['kind']} {lc['test']} ({lc['path']}:{lc['line']})")
     for n in [*(data.get("pipeline") or {}).get("caveats", []), *data["notes"]]:
@@ -207,6 +226,21 @@ AUDIT_VERDICT_TEXT = {
     "pre-merge": "runs in a stage this PR's pipeline starts",
     "gated": "runs before merge only in a gated stage this PR's pipeline does not start",
 }
+
+
+def strongest_levels(levels: list[list[str]]) -> tuple[dict[str, int], dict[str, int]]:
+    """For tests linked at several evidence levels (strongest first): the level each is shown
+    at (its strongest) and how many weaker levels also link it. The text shows a test once;
+    the JSON keeps every link at every level."""
+    home: dict[str, int] = {}
+    weaker: dict[str, int] = {}
+    for at, ids in enumerate(levels):
+        for t in dict.fromkeys(ids):
+            if t in home:
+                weaker[t] += 1
+            else:
+                home[t], weaker[t] = at, 0
+    return home, weaker
 
 
 def level_title(level: Level) -> str:

@@ -9,7 +9,7 @@ from auditor.replay.analysis import Analysis
 from auditor.replay.model import REPLAY_SCHEMA, SHARE_TITLES, SHARES, record_json
 from auditor.replay.runner import ReplayRun
 from auditor.replay.scoring import WAIVES, FaultyChange
-from reports.common import paint
+from reports.common import paint, plural
 
 WEAKER = ("no results were given, so the waive list is the signal: a waive line added for a "
           "test (SKIP/XFAIL with a reason) says it broke, somewhere since the test's waive line "
@@ -59,6 +59,33 @@ def replay_json(run: ReplayRun, a: Analysis) -> dict[str, Any]:
     return doc
 
 
+def guarded_counts(covers: frozenset[str], culprits: dict[str, str | None]) -> dict[str, int]:
+    """What a move would have guarded, each change once: ``changes`` (behaviour changes),
+    ``faulty`` (faulty changes), ``faulty_among_changes`` (faulty changes whose culprit commit
+    has one of those behaviour changes: the same change, counted once) and ``guards``, the
+    distinct total. A move's covers hold a faulty change both as its behaviour change and as
+    its broken test (auditor.replay.promotion.items_of), so their sum counted it twice."""
+    change_keys = [k for k in covers if k.startswith("change ")]
+    shas = {k.split(" ", 2)[1] for k in change_keys}
+    faults = [k for k in covers if k.startswith("fault ")]
+    among = sum(1 for k in faults if culprits.get(k) in shas)
+    return {"guards": len(change_keys) + len(faults) - among, "changes": len(change_keys),
+            "faulty": len(faults), "faulty_among_changes": among}
+
+
+def guarded_words(m: dict[str, Any]) -> str:
+    """``3 behaviour changes (1 of them faulty)``, ``1 faulty change``, ... (guarded_counts)."""
+    among, outside = m.get("faulty_among_changes", 0), m["faulty"] - m.get(
+        "faulty_among_changes", 0)
+    parts = []
+    if m["changes"]:
+        parts.append(plural(m["changes"], "behaviour change")
+                     + (f" ({among} of them faulty)" if among else ""))
+    if outside:
+        parts.append(plural(outside, "faulty change"))
+    return " and ".join(parts) or "nothing"
+
+
 def _plan_json(a: Analysis) -> dict[str, Any]:
     p = a.plan
     assert p is not None
@@ -66,17 +93,16 @@ def _plan_json(a: Analysis) -> dict[str, Any]:
     before = a.totals.count("pre-merge")
     flipped = sum(1 for k in p.guarded if k.startswith("change "))
     faults = sum(1 for it in p.items if it.kind == "fault")
+    culprits = {f"fault {f.brk.test} {f.brk.seen_at}": f.culprit for f in a.score.faulty}
     return {
         "commit": p.commit, "budget_minutes": p.budget_minutes, "rule": p.rule,
         "selection_rule": p.selection.rule,
         "moves": [{"context": m.context, "test": m.test, "minutes": m.minutes,
-                   "guards": len(m.covers), "create_block": m.create_block,
+                   "guards": guarded_counts(m.covers, culprits)["guards"],
+                   "create_block": m.create_block,
                    "chosen": m.key in p.selection.keys} for m in p.moves],
         "chosen": [{"context": m.context, "test": m.test, "minutes": m.minutes,
-                    "guards": len(m.covers),
-                    "changes": sum(1 for k in m.covers if k.startswith("change ")),
-                    "faulty": sum(1 for k in m.covers if k.startswith("fault "))}
-                   for m in p.chosen],
+                    **guarded_counts(m.covers, culprits)} for m in p.chosen],
         "commands": p.commands, "budget": p.budget, "skipped": p.skipped,
         "behaviours": n, "guarded_before": before, "guarded_after": before + flipped,
         "percent_before": _pct(before / n if n else None),
@@ -183,10 +209,8 @@ def _plan_text(p: dict[str, Any], colour: bool) -> list[str]:
     if not p["chosen"]:
         out.append("  no move fits the budget and guards anything")
     for i, m in enumerate(p["chosen"], 1):
-        what = f"{m['changes']} change(s)" + (f", {m['faulty']} faulty change(s)"
-                                              if m["faulty"] else "")
         out.append(f"  {i}. {m['test']} ({m['context']}): +{m['minutes']:.1f} min, would have "
-                   f"guarded {what}")
+                   f"guarded {guarded_words(m)}")
     for b in p["budget"]:
         out.append(f"  {b['stage']} ({b['context']}, {b['shards']} shard(s)): largest shard "
                    f"{b['largest_before_s'] / 60:.1f} -> {b['largest_after_s'] / 60:.1f} min")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.unread import as_reported, diagnostic_lines, unread_note
+from reports.words import plural, skipped_note
 from testdb.stats import DiagRow
 
 
@@ -58,8 +59,9 @@ def render_text(d: dict[str, Any]) -> str:
         + "".join(f" ({c})" for c in d.get("caveats") or ()),
     ]
     for s in d["skipped_files"]:
-        lines.append(f"skipped         {s['path']}: {s['reason']}")
-    lines.append(f"diagnostics     {d['errors']} errors, {d['warnings']} warnings")
+        lines.append(f"note            {skipped_note(s['path'], s['reason'])}")
+    lines.append(f"diagnostics     {plural(d['errors'], 'error')}, "
+                 f"{plural(d['warnings'], 'warning')}")
     return "\n".join(lines)
 
 

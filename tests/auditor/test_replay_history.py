@@ -225,11 +225,17 @@ def test_scored_against_the_waive_list_when_no_results(history: dict[str, Any]) 
 def test_plan_with_results_within_16_minutes(history: dict[str, Any], tmp_path: Path,
                                              run_cli: Any) -> None:
     p = _doc(history, outcomes=str(history["out"] / "outcomes.jsonl"), budget_minutes=16)["plan"]
-    # top_p: 3 changes + 1 faulty change. The FLASHINFER test links c03, c22 and c31 by the
+    # top_p: 3 changes, 1 of them faulty: 3 guarded, not 4 (the faulty change is one of the
+    # three). The FLASHINFER test links c03, c22 and c31 by the
     # value alone (it names no changed code), so moving it would not guard them (the audit
     # would say weak-evidence-only): it counts only for the faulty change it would catch.
-    assert [(m["test"], m["minutes"], m["guards"]) for m in p["chosen"]] == [
-        (TOP_P, 4.0, 4), (FLASH, 8.0, 1)]
+    assert [(m["test"], m["minutes"], m["guards"], m["changes"], m["faulty"],
+             m["faulty_among_changes"]) for m in p["chosen"]] == [
+        (TOP_P, 4.0, 3, 3, 1, 1), (FLASH, 8.0, 1, 0, 1, 0)]
+    from reports.render_replay import guarded_words
+
+    assert [guarded_words(m) for m in p["chosen"]] == [
+        "3 behaviour changes (1 of them faulty)", "1 faulty change"]
     assert {m["test"]: m["guards"] for m in p["moves"] if not m["chosen"]} == {
         CACHE: 3, GENERATE: 1}  # each alone would pass 16 min
     assert p["budget"] == [{"stage": "A10-PyTorch", "context": "l0_a10",
@@ -255,11 +261,11 @@ def test_plan_from_the_waive_signal(history: dict[str, Any]) -> None:
     p = _doc(history, budget_minutes=19.5)["plan"]
     # The FLASHINFER test is no move: its three changes link it by the value alone (it would
     # not guard them pre-merge either) and the waive list names no break of it. Plain greedy
-    # takes top_p, then the cache test (3 changes + the 2 faulty changes) fits too. The
+    # takes top_p, then the cache test (3 changes, the 2 faulty ones among them) fits too. The
     # seeded search (a greedy run from each candidate) is checked in test_replay_planner.py.
     assert [m["test"] for m in p["chosen"]] == [TOP_P, CACHE]
     assert p["selection_rule"] == "greedy"
-    assert {m["test"]: m["guards"] for m in p["moves"]} == {CACHE: 5, TOP_P: 3}
+    assert {m["test"]: m["guards"] for m in p["moves"]} == {CACHE: 3, TOP_P: 3}
     assert p["budget"][0]["largest_after_s"] == 1140.0
     assert (p["guarded_before"], p["guarded_after"], p["faulty_guarded_after"]) == (8, 14, 2)
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given
 
 from testdb.groovy import load_groovy_stages_text
 from tests.fuzz import fuzzkit
 from tests.fuzz.conftest import cases, fuzz_settings, run_bounded
+from tests.hangguard import no_hang
 
 
 @fuzz_settings(25)
@@ -57,11 +56,10 @@ def _wrap(body: str) -> str:
         "backslash-flood"])
 def test_groovy_pathological_text_is_bounded(body):
     text = _wrap(body)
-    t0 = time.perf_counter()
     try:
-        _stages, diags = load_groovy_stages_text(text, "jenkins/L0_Test.groovy")
+        with no_hang("pathological Groovy"):
+            _stages, diags = load_groovy_stages_text(text, "jenkins/L0_Test.groovy")
     except fuzzkit.InputErrorType as exc:  # too many tokens: a clean error naming the file
         assert str(exc).startswith("jenkins/L0_Test.groovy:")
     else:
         assert not fuzzkit.check_diagnostics(diags, "jenkins/L0_Test.groovy", text)
-    assert time.perf_counter() - t0 < 10

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import given
 from testdb.testdb_yaml import load_testdb_text
 from tests.fuzz import fuzzkit
 from tests.fuzz.conftest import cases, fuzz_settings, run_bounded
+from tests.hangguard import HANG_S, no_hang
 
 PATH = "tests/integration/test_lists/test-db/l0_fuzz.yml"
 
@@ -52,13 +52,12 @@ def _bomb(levels: int, width: int) -> str:
 ], ids=["billion-laughs", "12-levels", "legal-reuse", "recursive-alias", "merge-keys"])
 def test_alias_expansion_is_bounded(text):
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
-        res = load_testdb_text(text, PATH)
+        with no_hang("alias expansion"):
+            res = load_testdb_text(text, PATH)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 5
     assert peak < 64 * fuzzkit.MB
     assert not fuzzkit.check_diagnostics(res.diagnostics, PATH, text)
 
@@ -71,11 +70,9 @@ def test_deep_nesting_is_refused_in_a_child_process(unit, n):
     code = (f"from testdb.testdb_yaml import load_testdb_text\n"
             f"r = load_testdb_text({unit!r} * {n} + 'x', 'deep.yml')\n"
             f"print(r.diagnostics[0] if r.diagnostics else 'no diagnostic')\n")
-    t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=HANG_S)  # the hang guard: a child past it is killed
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert time.perf_counter() - t0 < 20
     assert proc.stdout.startswith("deep.yml:"), proc.stdout
 
 

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.reports.fake_github import FakeGitHub
+from tests.reports.thisenv import see_this_env
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "flashinfer-reuse"
@@ -162,12 +163,13 @@ def action_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runner_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The runner's Python: a virtualenv seeing this environment's packages (the tool's
-    dependencies, so pip needs no index); the action installs the tool into it. Made by
-    virtualenv (pre-commit's dependency), which seeds a setuptools that builds wheels itself
-    from the wheels it bundles: no download."""
+    dependencies, so pip needs no index; thisenv.py says why not --system-site-packages); the
+    action installs the tool into it. Made by virtualenv (pre-commit's dependency), which seeds
+    a setuptools that builds wheels itself from the wheels it bundles: no download."""
     venv = tmp_path_factory.mktemp("runner") / "venv"
-    subprocess.run([sys.executable, "-m", "virtualenv", "-q", "--system-site-packages",
-                    str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "virtualenv", "-q", str(venv)], check=True,
+                   timeout=300)
+    see_this_env(venv / "bin" / "python")
     return venv / "bin" / "python"
 
 

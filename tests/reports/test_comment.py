@@ -50,19 +50,38 @@ def scrub(text: str) -> str:
     return text
 
 
+# Each golden's first line says why its answer is right (what input it renders and why that
+# verdict follows), so a refresh is reviewed against a reason, not only against the old text.
+WHY = re.compile(r"<!-- why: (.+?) -->\n", re.S)
+NO_WHY = "SAY WHY THIS ANSWER IS RIGHT"
+
+
 def check_golden(name: str, text: str) -> None:
     path = GOLDEN / name
     text = scrub(text)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    why = WHY.match(old)
     if os.environ.get("UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text((why.group(0) if why else f"<!-- why: {NO_WHY} -->\n") + text,
+                        encoding="utf-8")
         return
     if not path.exists():
         pytest.fail(f"no golden file {path}; create it with "
                     "UPDATE_GOLDEN=1 python -m pytest tests/reports/test_comment.py")
-    assert text == path.read_text(encoding="utf-8"), (
+    assert why and NO_WHY not in why.group(1), (
+        f"{name}: its first line must say why its answer is right: <!-- why: ... -->")
+    assert text == old[why.end():], (
         f"{name} differs from its golden; if the change is intended, refresh with "
         "UPDATE_GOLDEN=1 python -m pytest tests/reports/test_comment.py and review the diff")
+
+
+def test_every_golden_says_why_its_answer_is_right() -> None:
+    names = sorted(p.name for p in GOLDEN.glob("*.md"))
+    assert names
+    for name in names:
+        why = WHY.match((GOLDEN / name).read_text(encoding="utf-8"))
+        assert why and NO_WHY not in why.group(1) and len(why.group(1)) > 40, name
 
 
 def flashinfer() -> dict[str, Any]:
@@ -216,8 +235,15 @@ def test_cli_fresh_audit_of_the_example(run_cli: RunCli) -> None:
     res = run_cli("--root", str(EXAMPLE), "comment", "--diff", str(EXAMPLE / "pr.diff"))
     assert res.code == 0, res.err
     first = res.out.splitlines()[0]
-    assert "testdb-audit" in first and "behaviour change" in first
+    # pr.diff keeps the thin unit guard (examples/flashinfer-reuse/README.md): guarded, with
+    # the warning that the FLASHINFER half of the integration guard runs post-merge only
+    assert first == ("⚠️ **testdb-audit: The behaviour change is guarded pre-merge, 1 warning: "
+                     "the FLASHINFER half of the guard runs only post-merge.**"), first
     assert MARKER in res.out
+    without = run_cli("--root", str(EXAMPLE), "comment", "--diff",
+                      str(EXAMPLE / "pr-no-thin-guard.diff"))
+    assert without.out.splitlines()[0].startswith(
+        "❌ **testdb-audit: 1 of 1 behaviour change has no pre-merge guard"), without.out
 
 
 def test_cli_results_file(run_cli: RunCli, tmp_path: Path) -> None:

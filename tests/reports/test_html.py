@@ -309,6 +309,9 @@ def test_a_weak_link_is_never_drawn_as_a_pre_merge_guard(tmp_path: Path) -> None
     b["tier"], b["verdict"] = "declared", "unguarded"
     b["decided_by"] = {"tier": "declared", "rank": 1, "title": "x", "guards": 2,
                        "can_guard": False}
+    for tier, gs in b["guards"].items():  # the declared level decides now
+        for g in gs:
+            g["decides"] = tier == "declared"
     view = html_audit.audit_view(audit, {})
     [row] = view["chart"]["rows"]
     assert {s.cls: s.value for s in row["segments"]} == {"f-weak-link": 1, "f-gated": 1}

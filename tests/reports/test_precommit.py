@@ -3,9 +3,10 @@ whose `.pre-commit-config.yaml` names this checkout as the hook repository.
 
 Offline: pre-commit clones the hook repository from its local path. `testdb-lint-system` installs
 nothing. For `testdb-lint` (language: python) pre-commit makes a virtualenv and pip-installs the
-hook repository into it; here that venv sees this environment's site-packages and pip may not
-use an index (VIRTUALENV_SYSTEM_SITE_PACKAGES, PIP_NO_INDEX, PIP_NO_BUILD_ISOLATION=0), so the
-dependencies come from the test environment and nothing is downloaded. A user's first run
+hook repository into it; here that venv sees this environment's site-packages (a sitecustomize
+on PYTHONPATH appends them: thisenv.py says why not VIRTUALENV_SYSTEM_SITE_PACKAGES) and pip may
+not use an index (PIP_NO_INDEX, PIP_NO_BUILD_ISOLATION=0), so the dependencies come from the
+test environment and nothing is downloaded. A user's first run
 downloads them from PyPI once; pre-commit keeps the environment.
 """
 
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.reports.thisenv import sitecustomize_dir
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "flashinfer-reuse"
@@ -52,7 +55,9 @@ def _env(home: Path) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
         # offline: no package index; the hook venv takes its dependencies from this environment
-        "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+        "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [
+            str(sitecustomize_dir(home / "thisenv")), os.environ.get("PYTHONPATH")])),
         # pre-commit runs entries found on PATH: the testdb of this environment first
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     })

@@ -33,6 +33,9 @@ def private_cache(_isolated_cache: None, tmp_path: Path, monkeypatch: pytest.Mon
     (["--root", "R", "stats"], ("R", "text")),
     (["--root=R", "stats", "--format", "json"], ("R", "json")),
     (["--root", "R", "stats", "--format=text"], ("R", "text")),
+    (["stats", "--root", "R"], ("R", "text")),  # --root after the command, as click takes it
+    (["stats", "--format", "json", "--root=R"], ("R", "json")),
+    (["stats", "--no-cache"], None),
     (["stats", "--format", "xml"], None),  # click says what is wrong
     (["stats", "--format"], None),
     (["--root", "R", "--no-cache", "stats"], None),
@@ -102,7 +105,7 @@ def test_the_warm_answer_is_clicks_answer(case: str, fmt: str, tmp_path: Path,
         assert "more (see `testdb lint`)" in err
     if case == "durations":  # a warning with a result is exit 0, as `where` says (16.12)
         assert code == 0 and f"{DURATIONS}:1: warning: malformed JSON" in err
-        assert ("diagnostics     0 errors, 1 warnings" in out if fmt == "text" else
+        assert ("diagnostics     0 errors, 1 warning" in out if fmt == "text" else
                 (json.loads(out)["errors"], json.loads(out)["warnings"]) == (0, 1))
     if fmt == "json":
         assert json.loads(out)["root"] == str(root)

@@ -196,7 +196,7 @@ def test_cli_and_html_count_and_name_the_same_findings(run_cli) -> None:  # type
     res = run_cli("--root", CORPUS, "lint", "--format", "json", "--fail-on", "never")
     cli = json.loads(res.out)["findings"]
     text = run_cli("--root", CORPUS, "lint", "--fail-on", "never")
-    assert text.err.strip().splitlines()[-1].startswith(f"{len(cli)} finding(s)")
+    assert text.err.strip().splitlines()[-1].startswith(f"{len(cli)} findings:")
     places = [(f["rule"], f["path"], f["line"]) for f in cli]
     assert len(places) == len(set(places))  # waives.txt:297 once per rule, not ten times
     html = _lint_rows(load(CORPUS))
