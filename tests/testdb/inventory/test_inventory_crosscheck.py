@@ -17,7 +17,6 @@ EXPECTED_INDETERMINATE = {
     "test_indeterminate.py::test_call",
     "test_indeterminate.py::test_comprehension",
     "test_indeterminate.py::test_imported_value",
-    "test_indeterminate.py::test_ids_lambda",
     "test_indeterminate.py::test_helper_opaque",
     "test_indeterminate.py::*",  # test_conditional is defined under an if
 }
