@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from testdb.inventory import pytest_rules
 from testdb.inventory.config import StaticConfig
@@ -187,7 +188,6 @@ def pytest_ids(psets: list[PSet], argnames: list[str], idfn: IdFn) -> list[objec
     """
     import pytest
     from _pytest.mark.structures import ParameterSet
-    from _pytest.python import IdMaker
 
     hidden = getattr(pytest, "HIDDEN_PARAM", HIDDEN)
 
@@ -205,7 +205,7 @@ def pytest_ids(psets: list[PSet], argnames: list[str], idfn: IdFn) -> list[objec
             raise Unknowable
         pid = hidden if ps.id is HIDDEN else ps.id
         sets.append(ParameterSet(tuple(real(v) for v in ps.values), (), pid))  # type: ignore[arg-type]
-    maker = IdMaker(argnames, sets, call_idfn, None, None, None, idfn.name)
+    maker = idmaker(argnames, sets, call_idfn, None, idfn.name)
     try:
         ids = maker.make_unique_parameterset_ids()
     except ValueError as e:  # the callable raised (pytest: a collection error)
@@ -213,6 +213,17 @@ def pytest_ids(psets: list[PSet], argnames: list[str], idfn: IdFn) -> list[objec
     except pytest.fail.Exception as e:  # pytest fails the collection
         raise Unknowable from e
     return [HIDDEN if i is hidden else i for i in ids]
+
+
+def idmaker(argnames: Sequence[str], sets: Sequence[Any], idfn: Callable[[Any], object] | None,
+            ids: Sequence[object] | None, func_name: str | None = None) -> Any:
+    """pytest's IdMaker without a config or node (no ini options, no hook), built by field
+    name: its fields differ between versions (9.2 dropped ``func_name``)."""
+    from _pytest.python import IdMaker
+
+    given: dict[str, Any] = {"argnames": argnames, "parametersets": sets, "idfn": idfn, "ids": ids,
+             "config": None, "nodeid": None, "func_name": func_name}
+    return IdMaker(**{f.name: given[f.name] for f in dataclasses.fields(IdMaker)})
 
 
 def _parameter_sets(argvalues: list[object] | tuple[object, ...], argnames: list[str],

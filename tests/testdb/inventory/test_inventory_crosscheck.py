@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from inventory_suites import EXPAND, write_tree
 
-from testdb.inventory import Inventory, InventoryItem, build_static
+from testdb.inventory import Inventory, InventoryItem, build_static, pytest_rules
 from testdb.inventory.collect import collect
 
 # What static analysis must leave open (never guess), by base id: everything else must match.
@@ -50,6 +50,7 @@ DEFS_FILES = [
     "test_parametrize.py", "accuracy/test_stacked.py", "test_helpers.py", "test_classes.py",
     "test_indeterminate.py", "test_module_marks.py", "test_module_off.py",
     "test_generate_hook.py", "test_decorated.py",
+    *(["test_hidden.py"] if pytest_rules.installed().hidden_param else []),
 ]
 
 
