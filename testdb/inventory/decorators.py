@@ -245,8 +245,10 @@ def _parameter_sets(argvalues: list[object] | tuple[object, ...], argnames: list
             raise Unknowable
         psets.append(ps)
     if not psets:
-        # An empty argvalues list gives one skipped set with the id "NOTSET".
-        psets.append(PSet((NOTSET,) * len(argnames), "NOTSET", ("skip",)))
+        # An empty argvalues list gives one skipped set with the id "NOTSET" (pytest 8.3: the
+        # default id, argname + index).
+        empty_id = "NOTSET" if pytest_rules.installed().empty_set_id_notset else None
+        psets.append(PSet((NOTSET,) * len(argnames), empty_id, ("skip",)))
     return psets
 
 

@@ -6,8 +6,13 @@ cross-check tests run), from 8.3 to the newest 9.x. Ids themselves come from pyt
 fallback for long strings, for one) apply by themselves; this module holds what the scanner
 must know beyond that, each from pytest's source at the version named:
 
+- An empty ``argvalues`` gives one skipped set with the id ``NOTSET`` from 8.4; on 8.3 its id
+  is the default one, argname + index (``v0``) (``_pytest/mark/structures.py``,
+  ``ParameterSet._for_parametrize``).
 - ``pytest.HIDDEN_PARAM`` exists from 8.4 (``_pytest/mark/structures.py``); on 8.3 a module
   naming it fails to import.
+- A ``-k``/``-m`` expression that does not parse raises ``ParseError`` before 9.0, a
+  ``SyntaxError`` from 9.0 (``_pytest/mark/expression.py``): ``select`` catches both.
 - From 9.2 ``-k`` ignores function attributes that start with ``_`` and ``pytestmark``
   (``_pytest/mark/__init__.py``: ``_is_matchable_function_attribute``); before, every name in
   the function's ``__dict__`` was a keyword (``pytestmark``, ``__wrapped__``).
@@ -38,6 +43,7 @@ class PytestRules:
     keywords_skip_private_attrs: bool
     parametrize_keyword_only: bool
     long_str_falls_back: bool
+    empty_set_id_notset: bool
 
     def fingerprint(self) -> str:
         """What the static scan depends on of pytest (part of the inventory's cache keys)."""
@@ -57,6 +63,7 @@ def rules_for(version: str) -> PytestRules:
         keywords_skip_private_attrs=v >= (9, 2),
         parametrize_keyword_only=v >= (9, 2),
         long_str_falls_back=v >= (9, 2),
+        empty_set_id_notset=v >= (8, 4),
     )
 
 

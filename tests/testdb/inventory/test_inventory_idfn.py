@@ -159,19 +159,20 @@ def test_builtins_str_and_repr() -> None:
     assert fn is not None and fn("a") == "'a'"
 
 
-@pytest.mark.parametrize(("version", "hidden", "keywords", "kw_only", "long_str"), [
-    ("8.3.5", False, False, False, False),
-    ("8.4.0", True, False, False, False),
-    ("9.0.3", True, False, False, False),
-    ("9.1.1", True, False, False, False),
-    ("9.2.0", True, True, True, True),
-    ("9.3.0.dev12+g0abc", True, True, True, True),
+# (hidden_param, keywords_skip_private_attrs, parametrize_keyword_only, long_str_falls_back,
+#  empty_set_id_notset), from each version's _pytest source
+@pytest.mark.parametrize(("version", "expected"), [
+    ("8.3.5", (False, False, False, False, False)),
+    ("8.4.0", (True, False, False, False, True)),
+    ("9.0.3", (True, False, False, False, True)),
+    ("9.1.1", (True, False, False, False, True)),
+    ("9.2.0", (True, True, True, True, True)),
+    ("9.3.0.dev12+g0abc", (True, True, True, True, True)),
 ])
-def test_rules_per_version(version: str, hidden: bool, keywords: bool, kw_only: bool,
-                           long_str: bool) -> None:
+def test_rules_per_version(version: str, expected: tuple[bool, ...]) -> None:
     r = rules.rules_for(version)
     assert (r.hidden_param, r.keywords_skip_private_attrs, r.parametrize_keyword_only,
-            r.long_str_falls_back) == (hidden, keywords, kw_only, long_str)
+            r.long_str_falls_back, r.empty_set_id_notset) == expected
 
 
 def test_rules_reject_a_non_version() -> None:
