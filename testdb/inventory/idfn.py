@@ -63,14 +63,17 @@ class IdFn:
     scope: Scope
     line: int
     name: str  # "lambda", the def's name, or "str"/"repr"
+    others: tuple[str, ...] = ()  # parameters with defaults: never read here
+    builtin: bool = False
 
     def __call__(self, value: object) -> object:
         """What the callable returns for ``value``; Unknowable where that cannot be told."""
-        if self.name == "str" and isinstance(self.body, ast.Call) and not self.scope.consts:
+        if self.builtin and self.name == "str":
+            _no_sets(value)
             return py_str(value)  # ``ids=str``: also a builtin class (``<class 'int'>``)
         _check(value)
         run = _Run(self.scope, self.line)
-        env = {self.param: value}
+        env: _Env = {self.param: value, **dict.fromkeys(self.others, _UNREAD)}
         if isinstance(self.body, ast.expr):
             return run.expr(self.body, env, 0)
         return run.block(self.body, env, 0)
@@ -79,7 +82,7 @@ class IdFn:
 def _builtin(name: str) -> IdFn:
     # ``ids=str``: the body ``str(v)`` over the builtin itself
     node = ast.Call(ast.Name(name, ast.Load()), [ast.Name("v", ast.Load())], [])
-    return IdFn("v", node, Scope(), 0, name)
+    return IdFn("v", node, Scope(), 0, name, builtin=True)
 
 
 def resolve(node: ast.expr, scope: Scope, line: int) -> IdFn | None:
@@ -122,14 +125,23 @@ _RUN_LINE = 10**9
 
 def _from_lambda(node: ast.Lambda, module: Scope) -> IdFn | None:
     name = _single_param(node.args)
-    return IdFn(name, node.body, module, _RUN_LINE, "lambda") if name else None
+    if name is None:
+        return None
+    return IdFn(name, node.body, module, _RUN_LINE, "lambda", _other_params(node.args))
 
 
 def _from_def(fdef: ast.FunctionDef | ast.AsyncFunctionDef, module: Scope) -> IdFn | None:
     if isinstance(fdef, ast.AsyncFunctionDef) or fdef.decorator_list:
         return None
     name = _single_param(fdef.args)
-    return IdFn(name, tuple(fdef.body), module, _RUN_LINE, fdef.name) if name else None
+    if name is None:
+        return None
+    return IdFn(name, tuple(fdef.body), module, _RUN_LINE, fdef.name, _other_params(fdef.args))
+
+
+def _other_params(args: ast.arguments) -> tuple[str, ...]:
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return tuple(names[1:])
 
 
 def _single_param(args: ast.arguments) -> str | None:
@@ -165,6 +177,20 @@ def _check(value: object, depth: int = 0) -> None:
 
 
 _Env = dict[str, object]
+_UNREAD = object()  # a parameter's default: not read (its expression ran at def time)
+
+
+def _no_sets(value: object, depth: int = 0) -> None:
+    """``str`` of a set shows a process's hash order."""
+    if depth > _MAX_DEPTH or isinstance(value, set | frozenset):
+        raise Unknowable
+    if isinstance(value, list | tuple):
+        for v in value:
+            _no_sets(v, depth + 1)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _no_sets(k, depth + 1)
+            _no_sets(v, depth + 1)
 
 
 class _Return(Exception):
@@ -282,6 +308,8 @@ class _Run:
 
     def _name(self, name: str, env: _Env) -> object:
         if name in env:
+            if env[name] is _UNREAD:
+                raise Unknowable
             return env[name]
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name]

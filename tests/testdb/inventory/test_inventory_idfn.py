@@ -131,6 +131,8 @@ def test_evaluator(src: str, value: object, expected: object) -> None:
     ("f = lambda x: open(x)", "p"),  # any other call
     ("f = lambda x: (y := x)", 1),
     ("f = lambda x: x is 1", 1),  # identity of ints is CPython's business
+    ("y = 'module'\nf = lambda x, y=2: y", 1),  # a default is not the module's name
+    ("f = lambda x, *, k=1: k", 1),
 ])
 def test_evaluator_refuses(src: str, value: object) -> None:
     fn = _idfn(src)
@@ -157,6 +159,10 @@ def test_builtins_str_and_repr() -> None:
     assert fn is not None and fn(Named("int", builtin_class=True)) == "<class 'int'>"
     fn = _idfn("x = 1", "repr")
     assert fn is not None and fn("a") == "'a'"
+    fn = _idfn("x = 1", "str")
+    assert fn is not None
+    with pytest.raises(Unknowable):
+        fn(frozenset({"a", "b"}))  # str of a set: hash order
 
 
 # (hidden_param, keywords_skip_private_attrs, parametrize_keyword_only, long_str_falls_back,
@@ -217,3 +223,18 @@ def test_positional_ids_follow_the_installed_pytest(tmp_path: Path) -> None:
         collected = collect(str(root), ["-p", "no:cacheprovider"])
         assert _compare(static, collected, {"test_positional.py"}) == []
         assert "test_positional.py::test_positional[a]" in static
+
+
+def test_empty_ids_survive_the_packed_cache(idfn_dir: Path, idfn_static: Inventory,
+                                            tmp_path: Path) -> None:
+    # "" (an empty id: ``test_f[]``) is not None (no brackets) in the cache's rows either
+    from testdb.inventory.cache import FileCache
+
+    store = FileCache(tmp_path / "cache")
+    cold = build_static(str(idfn_dir), [(".", "")], cache=store)
+    warm = build_static(str(idfn_dir), [(".", "")], cache=store)
+    want = {(i.nodeid, i.indeterminate) for i in idfn_static}
+    assert {(i.nodeid, i.indeterminate) for i in cold} == want
+    assert {(i.nodeid, i.indeterminate) for i in warm} == want
+    assert "test_callable_ids.py::test_empty_alone[]" in warm
+    assert "test_callable_ids.py::test_empty_alone" not in warm
