@@ -204,7 +204,8 @@ def pytest_ids(psets: list[PSet], argnames: list[str], idfn: IdFn) -> list[objec
         if ps.id is OPAQUE:
             raise Unknowable
         pid = hidden if ps.id is HIDDEN else ps.id
-        sets.append(ParameterSet(tuple(real(v) for v in ps.values), (), pid))  # type: ignore[arg-type]
+        values = tuple(real(v) for v in ps.values)
+        sets.append(ParameterSet(values, (), pid))  # type: ignore[arg-type]
     maker = idmaker(argnames, sets, call_idfn, None, idfn.name)
     try:
         ids = maker.make_unique_parameterset_ids()
@@ -221,8 +222,10 @@ def idmaker(argnames: Sequence[str], sets: Sequence[Any], idfn: Callable[[Any], 
     name: its fields differ between versions (9.2 dropped ``func_name``)."""
     from _pytest.python import IdMaker
 
-    given: dict[str, Any] = {"argnames": argnames, "parametersets": sets, "idfn": idfn, "ids": ids,
-             "config": None, "nodeid": None, "func_name": func_name}
+    given: dict[str, Any] = {
+        "argnames": argnames, "parametersets": sets, "idfn": idfn, "ids": ids, "config": None,
+        "nodeid": None, "func_name": func_name,
+    }
     return IdMaker(**{f.name: given[f.name] for f in dataclasses.fields(IdMaker)})
 
 
