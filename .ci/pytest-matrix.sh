@@ -5,7 +5,9 @@
 # the tests that compare the static expansion with real `pytest --collect-only`.
 #
 # usage: .ci/pytest-matrix.sh [MINOR ...]     (default: 8.3 8.4 9.0 9.1 9.2)
-# env:   PYTEST_MATRIX_DIR  where the venvs go (default: a temp dir, removed at the end)
+# .ci/run passes the minors older than the one its main run installs (the newest).
+# env:   PYTEST_MATRIX_JOBS  versions at a time (default 2)
+#        PYTEST_MATRIX_DIR  where the venvs go (default: a temp dir, removed at the end)
 #        PYTHON             the interpreter for the venvs (default: python3)
 # Exit 0 when every version passes; 1 when one fails; 2 when a venv cannot be set up.
 set -uo pipefail
@@ -31,10 +33,10 @@ else
     trap 'rm -rf "$work"' EXIT
 fi
 
-declare -a summary
-failed=0
-for v in "${versions[@]}"; do
-    venv=$work/pytest-$v
+# One version's venv and tests; its output goes to $work/pytest-$v.log, its status line to
+# $work/pytest-$v.status. Exit 2 when the venv cannot be set up, 1 when its tests fail.
+one() {
+    local v=$1 venv=$work/pytest-$1 t0 t1 t2 got status
     t0=$(date +%s)
     rm -rf "$venv"
     if ! "$python" -m venv "$venv" ||
@@ -42,12 +44,12 @@ for v in "${versions[@]}"; do
             "pytest==$v.*" hypothesis parameterized -e "$root"; then
         echo "pytest-matrix: pytest $v: cannot set up the venv in $venv;" \
              "check the index ('pip download pytest==$v.*') and retry" >&2
-        exit 2
+        return 2
     fi
     got=$("$venv/bin/python" -c 'import pytest; print(pytest.__version__)')
     case $got in
         "$v".*) ;;
-        *) echo "pytest-matrix: asked for pytest $v.*, the venv has $got" >&2; exit 2 ;;
+        *) echo "pytest-matrix: asked for pytest $v.*, the venv has $got" >&2; return 2 ;;
     esac
     t1=$(date +%s)
     # PYTHONPATH: this checkout first, whatever the caller's shell points at
@@ -56,13 +58,37 @@ for v in "${versions[@]}"; do
         status=passed
     else
         status=FAILED
-        failed=1
     fi
     t2=$(date +%s)
-    summary+=("pytest $got: $status (install $((t1 - t0)) s, tests $((t2 - t1)) s)")
+    echo "pytest $got: $status (install $((t1 - t0)) s, tests $((t2 - t1)) s)" \
+        > "$work/pytest-$v.status"
+    [ "$status" = passed ]
+}
+
+# The versions run side by side (PYTEST_MATRIX_JOBS at a time, default 2: most of a venv's
+# time is its install), each into its own log, printed whole when it ends.
+jobs_max=${PYTEST_MATRIX_JOBS:-2}
+declare -A pids
+failed=0
+setup_failed=0
+for v in "${versions[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+    one "$v" > "$work/pytest-$v.log" 2>&1 &
+    pids[$v]=$!
+done
+for v in "${versions[@]}"; do
+    wait "${pids[$v]}"
+    rc=$?
+    echo "=== pytest $v (exit $rc)"
+    cat "$work/pytest-$v.log"
+    [ "$rc" -eq 2 ] && setup_failed=1
+    [ "$rc" -ne 0 ] && failed=1
 done
 
 echo
 echo "pytest-matrix summary:"
-printf '  %s\n' "${summary[@]}"
+for v in "${versions[@]}"; do
+    cat "$work/pytest-$v.status" 2>/dev/null || echo "pytest $v: no venv (see its log above)"
+done | sed 's/^/  /'
+[ "$setup_failed" -eq 1 ] && exit 2
 exit "$failed"
