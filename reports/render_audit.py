@@ -84,10 +84,16 @@ def _guard_json(g: Guard, decides: bool) -> dict[str, Any]:
 def summary(a: Audit) -> dict[str, Any]:
     n = len(a.behaviours)
     unguarded = sum(1 for b in a.behaviours if not b.guarded)
-    return {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
-            "warnings": len(a.warnings),
-            "sentence": with_warnings(verdict_sentence(n, unguarded),
-                                      [warning_phrase(f) for f in a.warnings])}
+    out: dict[str, Any] = {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
+                           "warnings": len(a.warnings)}
+    sentence = verdict_sentence(n, unguarded)
+    if "map" in a.provenance:  # a measured map was read (auditor.measured)
+        from auditor.measured import summary_counts, summary_phrase
+
+        out["measured"], out["static_only"] = summary_counts(b.tier for b in a.behaviours)
+        sentence += summary_phrase(out["measured"], out["static_only"])
+    out["sentence"] = with_warnings(sentence, [warning_phrase(f) for f in a.warnings])
+    return out
 
 
 def warning_phrase(f: Finding) -> str:

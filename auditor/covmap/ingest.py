@@ -1,0 +1,256 @@
+"""Reading measurements for the map: coverage.py data files whose dynamic contexts are test ids
+(through coverage.py's ``CoverageData`` API), and CBTS touch DBs (``auditor.covmap.cbts``).
+
+Executed lines become functions by the AST spans of the source *at the measured commit*: read
+from git objects when the checkout is a git repository that has the commit (never the work
+tree, which may be at another commit or dirty), else from the work tree as it is."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from auditor.covmap.fingerprint import Unit, line_owners, units
+from auditor.covmap.store import FuncRef
+from testdb.errors import InputError, SourceLoc
+
+_PHASES = ("|run", "|setup", "|teardown")
+_ID_PREFIXES = ("tests/integration/defs/", "tests/")
+
+
+def test_id(context: str, stage: str = "") -> str:
+    """The test-list id of a dynamic context: pytest-cov's ``tests/x.py::t[p]|run`` ->
+    ``x.py::t[p]``-style ids as the lists write them (``tests/integration/defs/`` and
+    ``tests/`` dropped: unit tests are ``unittest/...``), a CBTS ``STAGE/nodeid`` without
+    its stage. '' for the import-time (empty) context."""
+    ctx = context
+    for ph in _PHASES:
+        if ctx.endswith(ph):
+            ctx = ctx[: -len(ph)]
+            break
+    if stage and ctx.startswith(stage + "/"):
+        ctx = ctx[len(stage) + 1:]
+    for p in _ID_PREFIXES:
+        if ctx.startswith(p):
+            return ctx[len(p):]
+    return ctx
+
+
+def is_test_file(path: str) -> bool:
+    """Test code is not the project's code: the map links tests to what they test."""
+    name = path.rsplit("/", 1)[-1]
+    return (name.startswith("test_") or name == "conftest.py" or name.endswith("_test.py")
+            or path.startswith("tests/") or "/tests/" in path)
+
+
+class Sources:
+    """The checkout's Python sources at one commit: ``git`` objects, or the work tree."""
+
+    def __init__(self, root: str, commit: str | None) -> None:
+        self.root = os.path.realpath(root)
+        self.commit = commit or ""
+        self._git = False
+        self._paths: set[str] | None = None
+        self._units: dict[str, tuple[list[Unit], array[int]] | None] = {}
+        if commit is not None and _git_has(self.root, commit):
+            self._git = True
+            out = _git(self.root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+            prefix = _git(self.root, "rev-parse", "--show-prefix").strip()
+            names = [n for n in out.split("\0") if n.endswith(".py")]
+            self._paths = {n[len(prefix):] for n in names if n.startswith(prefix)}
+            self._prefix = prefix
+
+    @property
+    def from_git(self) -> bool:
+        return self._git
+
+    def exists(self, rel: str) -> bool:
+        if self._paths is not None:
+            return rel in self._paths
+        return os.path.isfile(os.path.join(self.root, rel))
+
+    def resolve(self, measured: str) -> str | None:
+        """The checkout-relative path of a measured file name: relative names are relative to
+        the root; an absolute one under the root by its place, from another machine by the
+        longest suffix that is a file of the checkout."""
+        m = measured.replace("\\", "/")
+        if not os.path.isabs(m):
+            rel = os.path.normpath(m)
+            return rel if self.exists(rel) else None
+        real = os.path.realpath(m)
+        if real.startswith(self.root + os.sep):
+            rel = os.path.relpath(real, self.root)
+            if self.exists(rel):
+                return rel
+        parts = m.strip("/").split("/")
+        for i in range(len(parts)):
+            rel = "/".join(parts[i:])
+            if self.exists(rel):
+                return rel
+        return None
+
+    def text(self, rel: str) -> str | None:
+        if self._git:
+            try:
+                return _git(self.root, "show", f"{self.commit}:./{rel}")
+            except InputError:
+                return None
+        try:
+            with open(os.path.join(self.root, rel), encoding="utf-8") as fh:
+                return fh.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def units(self, rel: str) -> tuple[list[Unit], array[int]] | None:
+        """The file's units and its line owners; None when it is missing or does not parse."""
+        if rel not in self._units:
+            src = self.text(rel)
+            got: tuple[list[Unit], array[int]] | None = None
+            if src is not None:
+                try:
+                    us = units(src)
+                    got = (us, line_owners(us, src.count("\n") + 1))
+                except (SyntaxError, ValueError):
+                    got = None
+            self._units[rel] = got
+        return self._units[rel]
+
+
+def _git(root: str, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                          check=False, timeout=300)
+    if proc.returncode != 0:
+        raise InputError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def _git_has(root: str, commit: str) -> bool:
+    try:
+        proc = subprocess.run(["git", "-C", root, "cat-file", "-e", f"{commit}^{{commit}}"],
+                              capture_output=True, check=False, timeout=60)
+    except FileNotFoundError:
+        return False
+    return proc.returncode == 0
+
+
+def resolve_commit(root: str, commit: str | None) -> str | None:
+    """A full sha for ``commit`` (or HEAD when None) in a git checkout; ``commit`` as given
+    outside one; None when neither is known."""
+    rev = commit or "HEAD"
+    if _git_has(root, rev):
+        return _git(root, "rev-parse", f"{rev}^{{commit}}").strip()
+    return commit
+
+
+@dataclass
+class Ingest:
+    """What one or more data files measured: per test id the functions it executed; every
+    function of each measured file (the ground of "did not execute")."""
+
+    tests: dict[str, set[FuncRef]] = field(default_factory=dict)
+    scanned: set[FuncRef] = field(default_factory=set)
+    unmatched_files: set[str] = field(default_factory=set)  # measured, not in the checkout
+    unknown_functions: int = 0  # CBTS rows naming a function the source does not hold
+    commit: str | None = None  # the commit a CBTS DB's meta names
+
+
+def _refs(rel: str, us: list[Unit]) -> list[FuncRef]:
+    return [FuncRef(rel, u.qualname, u.kind, u.fp) for u in us]
+
+
+def read_coverage(path: str, sources: Sources, into: Ingest) -> None:
+    """One coverage.py data file: each non-empty context is a test; each executed line is
+    the function whose body holds it."""
+    from coverage import CoverageData
+    from coverage.exceptions import CoverageException
+
+    data = CoverageData(basename=path)
+    try:
+        data.read()
+        contexts = [c for c in data.measured_contexts() if c]
+        if not data.measured_files():
+            raise InputError("the coverage data file measured no file", SourceLoc(path),
+                             "pass the .coverage file of a run (coverage run, pytest --cov)")
+        if not contexts:
+            raise InputError("the coverage data has no dynamic contexts: the map needs one per "
+                             "test", SourceLoc(path), "collect with pytest-cov's "
+                             "--cov-context=test, or `testdb launch --coverage`")
+        for ctx in contexts:
+            tid = test_id(ctx)
+            if tid:
+                into.tests.setdefault(tid, set())
+        for measured in data.measured_files():
+            rel = sources.resolve(measured)
+            if rel is None:
+                into.unmatched_files.add(measured)
+                continue
+            if is_test_file(rel):
+                continue
+            got = sources.units(rel)
+            if got is None:
+                into.unmatched_files.add(measured)
+                continue
+            us, owner = got
+            refs = _refs(rel, us)
+            into.scanned.update(refs)
+            for line, ctxs in data.contexts_by_lineno(measured).items():
+                if not 0 < line < len(owner):
+                    continue
+                ref = refs[owner[line]]
+                for ctx in ctxs:
+                    tid = test_id(ctx)
+                    if tid:
+                        into.tests.setdefault(tid, set()).add(ref)
+    except (CoverageException, sqlite3.Error) as exc:
+        raise InputError(f"not a readable coverage data file: {exc}", SourceLoc(path),
+                         "pass the .coverage file coverage.py or pytest-cov wrote") from None
+
+
+def read_any(path: str, sources_at: Callable[[str | None], Sources], into: Ingest,
+             commit: str | None) -> str | None:
+    """A coverage data file or a CBTS touch DB (told apart by their tables); returns the
+    commit it was measured at (a CBTS DB's meta may name it)."""
+    from auditor.covmap import cbts
+
+    if not os.path.isfile(path):
+        raise InputError("data file not found", SourceLoc(path))
+    shape = cbts.shape(path)
+    if shape is None:
+        read_coverage(path, sources_at(commit), into)
+        return commit
+    return cbts.read(path, shape, sources_at, into, commit)
+
+
+def ingest(data_files: list[str], root: str, commit: str | None) -> tuple[Ingest, str]:
+    """Every data file read (``read_any``) against the checkout ``root``; returns the
+    measurements and the commit they were measured at. Data files of different commits are
+    separate ``map add`` calls."""
+    into = Ingest()
+    cache: dict[str | None, Sources] = {}
+
+    def sources_at(c: str | None) -> Sources:
+        if c not in cache:
+            cache[c] = Sources(root, c)
+        return cache[c]
+
+    resolved = resolve_commit(root, commit) if commit is not None or _git_has(root, "HEAD") \
+        else None
+    seen: set[str] = set()
+    for p in data_files:
+        at = read_any(p, sources_at, into, resolved)
+        if at is not None:
+            seen.add(at)
+    full = {resolve_commit(root, c) or c for c in seen}
+    if len(full) > 1:
+        raise InputError(f"the data files were measured at {len(full)} commits "
+                         f"({', '.join(sorted(c[:12] for c in full))})",
+                         hint="run `testdb map add` once per commit")
+    at_commit = next(iter(full), None)
+    if at_commit is None:
+        raise InputError("no commit for the measurements", hint="pass --commit SHA (the commit "
+                         "the tests ran at); outside a git checkout it is required")
+    return into, at_commit
