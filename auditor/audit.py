@@ -117,6 +117,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
     for tok in sorted(aud.common_tokens):
         result.notes.append(f"token {tok!r} names {aud.value_count(tok)} parametrizations, "
                             f"more than {MAX_TOKEN_PARAMS}: too common to link by parameter")
+    if measured is not None:
+        result.notes += measured.notes
     result.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f.severity],
                                         f.path, f.line))
     result.suggestion = suggest(index, aud.pipeline, result.findings)

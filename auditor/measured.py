@@ -103,6 +103,11 @@ def decide_measured(evidence: list[Evidence], effective: Callable[[str], str],
     return first
 
 
+def refuted_note(qualname: str, dropped: list[str]) -> str:
+    return (f"{qualname}: {len(dropped)} test(s) linked to it statically ran, in the measured "
+            f"map, without executing it; those links are not counted (e.g. {dropped[0]})")
+
+
 def summary_counts(tiers: Iterable[str | None]) -> tuple[int, int]:
     """(decided by measured links, decided only by static links) of the judged behaviours
     (None: nothing linked, not counted)."""
@@ -147,6 +152,7 @@ class Measured:
         self.change = change
         self._tests = self.store.test_names()
         self._memo: dict[tuple[str, str], MeasuredJudgement] = {}
+        self.notes: list[str] = []  # the static links the map refuted, one line a behaviour
 
     def knows(self, test_id: str) -> bool:
         return test_id in self._tests
@@ -168,7 +174,11 @@ class Measured:
         mj = self.judge(b)
         if not mj.links and not mj.refuted:
             return specific
-        return [*mj.links, *without_refuted(specific, mj.refuted)]
+        kept = without_refuted(specific, mj.refuted)
+        dropped = sorted({e.test_id for e in specific} - {e.test_id for e in kept})
+        if dropped:
+            self.notes.append(refuted_note(b.qualname, dropped))
+        return [*mj.links, *kept]
 
     def decide(self, evidence: list[Evidence], effective: Callable[[str], str]) -> Decision:
         return decide_measured(evidence, effective, self.knows)
