@@ -48,8 +48,41 @@ def _shallow(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+def canonical(node: ast.AST) -> str:
+    """The node's fields without positions (``_attributes`` are never read), empty ones left
+    out, so the text is the same on Python versions that add defaulted fields (3.12's
+    ``type_params``) or print them differently (``ast.dump``'s ``show_empty`` of 3.13);
+    about twice as fast as ``ast.dump``, which dominated ingest."""
+    out: list[str] = []
+    ap = out.append
+
+    def walk(n: ast.AST) -> None:
+        ap(type(n).__name__)
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if v is None or (isinstance(v, list) and not v):
+                continue
+            ap(name)
+            if isinstance(v, ast.AST):
+                walk(v)
+            elif isinstance(v, list):
+                ap("[")
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        walk(x)
+                    else:
+                        ap(repr(x))
+                ap("]")
+            else:
+                ap(repr(v))
+        ap(")")
+
+    walk(node)
+    return "\0".join(out)
+
+
 def digest(node: ast.AST) -> bytes:
-    return hashlib.blake2b(ast.dump(node).encode(), digest_size=8).digest()
+    return hashlib.blake2b(canonical(node).encode(), digest_size=8).digest()
 
 
 def _fn_fp(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bytes:

@@ -179,8 +179,8 @@ def read_coverage(path: str, sources: Sources, into: Ingest) -> None:
             raise InputError("the coverage data has no dynamic contexts: the map needs one per "
                              "test", SourceLoc(path), "collect with pytest-cov's "
                              "--cov-context=test, or `testdb launch --coverage`")
-        for ctx in contexts:
-            tid = test_id(ctx)
+        ids = {c: test_id(c) for c in contexts}  # a context's test id, worked out once
+        for tid in ids.values():
             if tid:
                 into.tests.setdefault(tid, set())
         for measured in data.measured_files():
@@ -197,31 +197,36 @@ def read_coverage(path: str, sources: Sources, into: Ingest) -> None:
             us, owner = got
             refs = _refs(rel, us)
             into.scanned.update(refs)
+            per_ctx: dict[str, set[int]] = {}
+            n = len(owner)
             for line, ctxs in data.contexts_by_lineno(measured).items():
-                if not 0 < line < len(owner):
-                    continue
-                ref = refs[owner[line]]
-                for ctx in ctxs:
-                    tid = test_id(ctx)
-                    if tid:
-                        into.tests.setdefault(tid, set()).add(ref)
+                if 0 < line < n:
+                    o = owner[line]
+                    for ctx in ctxs:
+                        per_ctx.setdefault(ctx, set()).add(o)
+            for ctx, owners in per_ctx.items():
+                tid = ids.get(ctx)
+                if tid:
+                    into.tests[tid].update(refs[o] for o in owners)
     except (CoverageException, sqlite3.Error) as exc:
         raise InputError(f"not a readable coverage data file: {exc}", SourceLoc(path),
                          "pass the .coverage file coverage.py or pytest-cov wrote") from None
 
 
 def read_any(path: str, sources_at: Callable[[str | None], Sources], into: Ingest,
-             commit: str | None) -> str | None:
+             commit: str | None, head: str | None = None) -> str | None:
     """A coverage data file or a CBTS touch DB (told apart by their tables); returns the
-    commit it was measured at (a CBTS DB's meta may name it)."""
+    commit it was measured at: ``commit`` (``--commit``), else for a coverage data file the
+    checkout's ``head``, for a CBTS DB its meta's (never the checkout's HEAD: CI measured it
+    at a commit of its own)."""
     from auditor.covmap import cbts
 
     if not os.path.isfile(path):
         raise InputError("data file not found", SourceLoc(path))
     shape = cbts.shape(path)
     if shape is None:
-        read_coverage(path, sources_at(commit), into)
-        return commit
+        read_coverage(path, sources_at(commit or head), into)
+        return commit or head
     return cbts.read(path, shape, sources_at, into, commit)
 
 
@@ -237,11 +242,11 @@ def ingest(data_files: list[str], root: str, commit: str | None) -> tuple[Ingest
             cache[c] = Sources(root, c)
         return cache[c]
 
-    resolved = resolve_commit(root, commit) if commit is not None or _git_has(root, "HEAD") \
-        else None
+    given = resolve_commit(root, commit) if commit is not None else None
+    head = resolve_commit(root, None) if given is None else None
     seen: set[str] = set()
     for p in data_files:
-        at = read_any(p, sources_at, into, resolved)
+        at = read_any(p, sources_at, into, given, head)
         if at is not None:
             seen.add(at)
     full = {resolve_commit(root, c) or c for c in seen}

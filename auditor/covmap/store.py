@@ -37,6 +37,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import NamedTuple
 
 from testdb.errors import InputError, SourceLoc
 
@@ -69,7 +70,7 @@ class MapError(InputError):
 def pack(ids: Iterable[int]) -> bytes:
     """Sorted, distinct ids as zlib-compressed deltas (uint32)."""
     s = sorted(set(ids))
-    deltas = array("I", [b - a for a, b in zip([0, *s[:-1]], s, strict=True)])
+    deltas = array("I", [b - a for a, b in zip([0, *s], s, strict=False)])
     return zlib.compress(deltas.tobytes(), 1)
 
 
@@ -79,9 +80,9 @@ def unpack(blob: bytes) -> list[int]:
     return list(accumulate(a))
 
 
-@dataclass(frozen=True, slots=True)
-class FuncRef:
-    """A function as the ingest saw it at a commit."""
+class FuncRef(NamedTuple):
+    """A function as the ingest saw it at a commit (a tuple: hashed in C, for the millions
+    of set and dict operations of a large ingest)."""
 
     path: str
     qualname: str
@@ -267,38 +268,42 @@ class MapStore:
         self.db.executemany("INSERT OR IGNORE INTO scans VALUES (?, ?)",
                             ((f, commit_id) for f in sorted(set(func_ids))))
 
-    def put_test(self, name: str, commit_id: int, measured_at: int, func_ids: Iterable[int]
-                 ) -> str:
+    def put_test(self, name: str, commit_id: int, measured_at: int, func_ids: Iterable[int],
+                 links: _Pending | None = None) -> str:
         """One test's measurement, by the rules above; returns what happened (``AddResult``'s
-        field names)."""
-        new = set(func_ids)
+        field names). ``links``: collect the link rows to write (``_Pending.flush``) instead
+        of writing them now: sorted, the b-tree is written in order."""
+        pending = links if links is not None else _Pending()
+        try:
+            return self._put(name, commit_id, measured_at, set(func_ids), pending)
+        finally:
+            if links is None:
+                pending.flush(self.db)
+
+    def _put(self, name: str, commit_id: int, measured_at: int, new: set[int],
+             pending: _Pending) -> str:
         row = self.db.execute("SELECT id, commit_id, measured_at, funcs FROM tests "
                               "WHERE name = ?", (name,)).fetchone()
         if row is None:
             cur = self.db.execute("INSERT INTO tests(name, commit_id, measured_at, funcs) "
                                   "VALUES (?, ?, ?, ?)", (name, commit_id, measured_at,
                                                           pack(new)))
-            self._insert_links(int(cur.lastrowid or 0), new)
+            pending.add(int(cur.lastrowid or 0), new)
             return "added"
         tid, old_commit, old_when, blob = row
         old = set(unpack(blob))
         if old_commit == commit_id:
             self.db.execute("UPDATE tests SET measured_at = ?, funcs = ? WHERE id = ?",
                             (max(old_when, measured_at), pack(old | new), tid))
-            self._insert_links(tid, new - old)
+            pending.add(tid, new - old)
             return "joined"
         if measured_at < old_when:
             return "older"
-        self.db.executemany("DELETE FROM links WHERE func_id = ? AND test_id = ?",
-                            ((f, tid) for f in sorted(old - new)))
-        self._insert_links(tid, new - old)
+        pending.drop(tid, old - new)
+        pending.add(tid, new - old)
         self.db.execute("UPDATE tests SET commit_id = ?, measured_at = ?, funcs = ? "
                         "WHERE id = ?", (commit_id, measured_at, pack(new), tid))
         return "replaced"
-
-    def _insert_links(self, tid: int, funcs: set[int]) -> None:
-        self.db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?)",
-                            ((f, tid) for f in sorted(funcs)))
 
     def add(self, commit: str, measured_at: int | None,
             tests: dict[str, set[FuncRef]], scanned: Iterable[FuncRef]) -> AddResult:
@@ -310,12 +315,14 @@ class MapStore:
         with self.transaction():
             cid = self.commit_id(commit)
             all_funcs = set(scanned).union(*tests.values()) if tests else set(scanned)
-            ids = self.func_ids(sorted(all_funcs, key=lambda f: (f.path, f.qualname, f.fp)))
-            self.record_scan(cid, ids.values())
+            ids = self.func_ids(sorted(all_funcs))
+            self.record_scan(cid, (ids[f] for f in scanned))
+            pending = _Pending()
             for name in sorted(tests):
-                what = self.put_test(name, cid, when, (ids[f] for f in tests[name]))
+                what = self.put_test(name, cid, when, [ids[f] for f in tests[name]], pending)
                 counts[what] += 1
                 links += len(tests[name]) if what != "older" else 0
+            pending.flush(self.db)
         return AddResult(links=links, **counts)
 
     def merge_from(self, other: MapStore) -> AddResult:
@@ -336,12 +343,16 @@ class MapStore:
             self.db.executemany("INSERT OR IGNORE INTO scans VALUES (?, ?)",
                                 ((fmap[f], commits[c]) for f, c in
                                  other.db.execute("SELECT func_id, commit_id FROM scans")))
+            pending = _Pending()
             for name, cid, when, blob in other.db.execute(
                     "SELECT name, commit_id, measured_at, funcs FROM tests"):
                 fids = [fmap[f] for f in unpack(blob)]
-                what = self.put_test(name, commits[cid], when, fids)
+                what = self.put_test(name, commits[cid], when, fids, pending)
                 counts[what] += 1
                 links += len(fids) if what != "older" else 0
+                if len(pending) > 2_000_000:  # bounded memory for a large input
+                    pending.flush(self.db)
+            pending.flush(self.db)
         return AddResult(links=links, **counts)
 
     # ---- reading -----------------------------------------------------------------------------
@@ -426,6 +437,33 @@ class MapStore:
                                 "FROM tests").fetchone()
         st = os.stat(self.path)
         return f"{st.st_size}:{st.st_mtime_ns}:{dv}:{n[0]}:{n[1]}"
+
+
+class _Pending:
+    """Link rows to write, collected over many tests and written sorted by key."""
+
+    def __init__(self) -> None:
+        self.new: list[tuple[int, int]] = []
+        self.gone: list[tuple[int, int]] = []
+
+    def __len__(self) -> int:
+        return len(self.new) + len(self.gone)
+
+    def add(self, tid: int, funcs: set[int]) -> None:
+        self.new += [(f, tid) for f in funcs]
+
+    def drop(self, tid: int, funcs: set[int]) -> None:
+        self.gone += [(f, tid) for f in funcs]
+
+    def flush(self, db: sqlite3.Connection) -> None:
+        # Drops first: a test replaced and then re-added in one batch keeps its new rows.
+        if self.gone:
+            self.gone.sort()
+            db.executemany("DELETE FROM links WHERE func_id = ? AND test_id = ?", self.gone)
+        if self.new:
+            self.new.sort()
+            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?)", self.new)
+        self.new, self.gone = [], []
 
 
 def _tune(db: sqlite3.Connection) -> None:
