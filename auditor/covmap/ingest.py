@@ -205,9 +205,9 @@ def read_coverage(path: str, sources: Sources, into: Ingest) -> None:
                     for ctx in ctxs:
                         per_ctx.setdefault(ctx, set()).add(o)
             for ctx, owners in per_ctx.items():
-                tid = ids.get(ctx)
-                if tid:
-                    into.tests[tid].update(refs[o] for o in owners)
+                test = ids.get(ctx)
+                if test:
+                    into.tests[test].update(refs[o] for o in owners)
     except (CoverageException, sqlite3.Error) as exc:
         raise InputError(f"not a readable coverage data file: {exc}", SourceLoc(path),
                          "pass the .coverage file coverage.py or pytest-cov wrote") from None
