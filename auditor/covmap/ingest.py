@@ -230,16 +230,19 @@ def read_any(path: str, sources_at: Callable[[str | None], Sources], into: Inges
     return cbts.read(path, shape, sources_at, into, commit)
 
 
-def ingest(data_files: list[str], root: str, commit: str | None) -> tuple[Ingest, str]:
+def ingest(data_files: list[str], root: str, commit: str | None, *,
+           work_tree: bool = False) -> tuple[Ingest, str]:
     """Every data file read (``read_any``) against the checkout ``root``; returns the
     measurements and the commit they were measured at. Data files of different commits are
-    separate ``map add`` calls."""
+    separate ``map add`` calls. ``work_tree``: the tests ran on the work tree as it is
+    (``launch --coverage``): its files give the fingerprints, HEAD names the commit (a dirty
+    function's links are then those of its edited fingerprint, which is what ran)."""
     into = Ingest()
     cache: dict[str | None, Sources] = {}
 
     def sources_at(c: str | None) -> Sources:
         if c not in cache:
-            cache[c] = Sources(root, c)
+            cache[c] = Sources(root, None if work_tree else c)
         return cache[c]
 
     given = resolve_commit(root, commit) if commit is not None else None
@@ -255,6 +258,8 @@ def ingest(data_files: list[str], root: str, commit: str | None) -> tuple[Ingest
                          f"({', '.join(sorted(c[:12] for c in full))})",
                          hint="run `testdb map add` once per commit")
     at_commit = next(iter(full), None)
+    if at_commit is None and work_tree:
+        at_commit = "work-tree"
     if at_commit is None:
         raise InputError("no commit for the measurements", hint="pass --commit SHA (the commit "
                          "the tests ran at); outside a git checkout it is required")

@@ -1,0 +1,62 @@
+"""``testdb launch --coverage``: real pytest runs of the FlashInfer example's guards under
+coverage.py, one data file per job, added to the map when the run ends. The GPUs are a
+stand-in ``nvidia-smi`` on PATH (this machine has none); the tests themselves run on CPU."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from auditor.covmap.store import MapStore
+from auditor.launch.coverage import PLUGIN, data_file, with_coverage
+from auditor.launch.model import RunItem
+from tests.conftest import REPO
+from tests.covmap.test_map_real import CREATOR, FI, checkout
+
+CHUNKED = "accuracy/test_llm_api_pytorch.py::TestLlama3_1_8BInstruct::test_chunked_prefill"
+
+
+@pytest.fixture
+def four_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nfor i in 0 1 2 3; do echo \"$i, Stand-in H100, 81559 MiB\"; "
+                   "done\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def test_items_get_the_plugin_and_a_file_each(tmp_path: Path) -> None:
+    items = [RunItem(k, "t", 1, None, 10, False, "/x", ("py", "-m", "pytest", "-v", "t"), None)
+             for k in ("a", "b")]
+    items.append(RunItem("c", "t", 1, None, 10, False, "/x", ("bash", "run.sh"), None))
+    out = with_coverage(items, tmp_path, str(tmp_path))
+    assert out[0].argv[:5] == ("py", "-m", "pytest", "-p", PLUGIN)
+    files = {dict(i.env)["TESTDB_COVERAGE_FILE"] for i in out[:2]}
+    assert files == {str(data_file(tmp_path, "a")), str(data_file(tmp_path, "b"))}
+    assert out[2] == items[2]  # not pytest: runs as planned, unmeasured
+
+
+def test_launch_coverage_adds_the_run_to_the_map(tmp_path: Path, four_gpus: None, run_cli,
+                                                 monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:  # type: ignore[no-untyped-def]
+    root, sha = checkout(tmp_path, FI)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), REPO]))
+    m = tmp_path / "map.sqlite"
+    r = run_cli("--root", str(root), "launch", "test_chunked_prefill", "--include-pre-merge",
+                "--backend", "local", "--coverage", "--map", str(m),
+                "--run-dir", str(tmp_path / "run"))
+    assert r.code == 0, r.out + r.err
+    assert f"2 test(s) measured at {sha[:12]}" in r.err
+    assert len(list((tmp_path / "run" / "coverage").glob("*.coverage"))) == 2
+    with MapStore.open(str(m)) as s:
+        ran = {ln.test_id for ln in s.tests_executing(CREATOR, "create_py_executor")}
+        assert ran == {f"{CHUNKED}[attn_backend=FLASHINFER]", f"{CHUNKED}[attn_backend=TRTLLM]"}
+        fns = {q for _, q, _ in s.functions_of(f"{CHUNKED}[attn_backend=TRTLLM]")}
+        assert {"LLM.__init__", "LLM.generate", "create_py_executor"} <= fns
+        assert "executor_summary" not in fns  # TRAP: imported, never called
