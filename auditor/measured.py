@@ -62,16 +62,20 @@ def age(measured_at: int, now: int | None = None) -> str:
     return "just now"
 
 
-def measured_links(links: Iterable[Link], base_fp: bytes | None, now: int | None = None
-                   ) -> list[Evidence]:
+def measured_links(links: Iterable[Link], base_fp: bytes | None, now: int | None = None,
+                   head_fp: bytes | None = None) -> list[Evidence]:
     """The coverage tier's links of one changed function: rank 1 where the map's fingerprint
-    is the function's base-side one, rank 2 (an older version) where it is not."""
+    is the function's base-side one (or its head-side one: measured on the change itself),
+    rank 2 (an older version) where it is neither."""
     out: dict[str, Evidence] = {}
-    for ln in sorted(links, key=lambda x: (x.test_id, x.fp != base_fp)):
+    current_fps = {fp for fp in (base_fp, head_fp) if fp is not None}
+    for ln in sorted(links, key=lambda x: (x.test_id, x.fp not in current_fps)):
         if ln.test_id in out:
             continue
-        current = base_fp is not None and ln.fp == base_fp
-        what = "the changed function" if current else "an older version of the changed function"
+        current = ln.fp in current_fps
+        what = ("the changed function" if ln.fp == base_fp else
+                "the changed function as this change leaves it" if current else
+                "an older version of the changed function")
         out[ln.test_id] = Evidence(ln.test_id, "coverage", 1 if current else 2,
                                    f"executed {what} at {ln.commit[:7]}, "
                                    f"{age(ln.measured_at, now)} (measured map)")
@@ -116,15 +120,18 @@ def summary_counts(tiers: Iterable[str | None]) -> tuple[int, int]:
     return measured, len(ts) - measured
 
 
-def base_fingerprint(change: Change, b: Behaviour) -> bytes | None:
+def side_fingerprint(change: Change, b: Behaviour, side: str) -> bytes | None:
     """The changed function's fingerprint on the base side (what a map measured before this
-    PR holds when the function is unchanged since); None: it is new, or its file does not
-    parse there."""
+    PR holds when the function is unchanged since) or the head side; None: it is not on that
+    side, or its file does not parse there."""
     fc = next((f for f in change.files if (f.new_path or f.old_path) == b.path), None)
-    text = fc.old_text if fc is not None else None
-    if fc is not None and text is None and fc.old_path and change.checkout_side == "base":
+    if fc is None:
+        return None
+    text = fc.old_text if side == "base" else fc.new_text
+    rel = fc.old_path if side == "base" else fc.new_path
+    if text is None and rel and change.checkout_side == side:
         try:
-            with open(os.path.join(change.root, fc.old_path), encoding="utf-8") as fh:
+            with open(os.path.join(change.root, rel), encoding="utf-8") as fh:
                 text = fh.read()
         except OSError:
             text = None
@@ -164,7 +171,8 @@ class Measured:
             silent = (self.store.tests_not_executing(b.path, b.qualname)
                       if b.kind == "function" else set())
             self._memo[key] = MeasuredJudgement(
-                tuple(measured_links(links, base_fingerprint(self.change, b))),
+                tuple(measured_links(links, side_fingerprint(self.change, b, "base"),
+                                     head_fp=side_fingerprint(self.change, b, "head"))),
                 not_executing(b.kind, silent))
         return self._memo[key]
 
@@ -209,3 +217,31 @@ def summary_phrase(measured: int, static_only: int) -> str:
     if static_only:
         parts.append(f"{static_only} {'by' if measured else 'decided by'} static links only")
     return " (" + ", ".join(parts) + ")"
+
+
+def module_of(path: str) -> str:
+    from auditor.behaviour import module_name
+
+    return module_name(path)
+
+
+def executed_by(path: str, test_ids: Iterable[str], top: int = 10) -> dict[str, object]:
+    """``where TEST --map``: per test id, when it was measured and the functions it executed,
+    grouped by module (most functions first, ``top`` modules)."""
+    out: dict[str, object] = {}
+    with MapStore.open(path) as store:
+        for tid in test_ids:
+            m = store.measurement(tid)
+            if m is None:
+                out[tid] = None
+                continue
+            by_mod: dict[str, list[str]] = {}
+            for p, q, kind in store.functions_of(tid):
+                if kind == "function":
+                    by_mod.setdefault(module_of(p), []).append(q)
+            mods = sorted(by_mod.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+            out[tid] = {"commit": m[0], "measured_at": m[1], "age": age(m[1]),
+                        "functions": sum(len(v) for v in by_mod.values()),
+                        "modules": [{"module": k, "functions": v} for k, v in mods[:top]],
+                        "more_modules": max(0, len(mods) - top)}
+    return out

@@ -92,6 +92,17 @@ def test_measured_pre_merge_guard_turns_post_merge_only_green(tmp_path: Path,
     assert r.code == 0, r.err
     assert "6 test(s) measured at " + sha[:12] in r.out
 
+    # where --map: what the guard executed, top modules first
+    w = run_cli("--root", str(root), "where", "test_chunked_prefill[attn_backend=TRTLLM]",
+                "--map", str(m), "--format", "json")
+    assert w.code == 0, w.err
+    (got,) = json.loads(w.out)["measured"].values()
+    assert got["commit"] == sha and got["functions"] == 3
+    assert got["modules"][0] == {"module": "tensorrt_llm.llmapi.llm",
+                                 "functions": ["LLM.__init__", "LLM.generate"]}
+    w = run_cli("--root", str(root), "where", "test_summary", "--map", str(m))
+    assert "not in the map" in w.out
+
     code, static = audit(run_cli, root, "pr-no-thin-guard.diff")
     assert code == 1 and creator(static)["verdict"] != "pre-merge"
     assert "measured" not in static["summary"]

@@ -37,6 +37,12 @@ def test_rank_by_fingerprint(links: list[Link], base_fp: bytes | None,
     assert all(e.tier == "coverage" for e in got)
 
 
+def test_head_side_measurement_is_current() -> None:
+    """A map measured on the change itself (``launch --coverage`` of the PR's head)."""
+    (e,) = measured_links([Link("t", OLD, "c1", NOW)], FP, now=NOW, head_fp=OLD)
+    assert e.rank == 1 and "as this change leaves it" in e.reason
+
+
 def test_reason_says_commit_and_age() -> None:
     (e,) = measured_links([Link("t", FP, "1a2b3c4d5e", NOW - 3 * 86400)], FP, now=NOW)
     assert e.reason == "executed the changed function at 1a2b3c4, 3 days ago (measured map)"
