@@ -16,28 +16,17 @@ The rules (docs/map.md), each a pure function below:
 
 from __future__ import annotations
 
-import hashlib
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from auditor.behaviour import Behaviour
 from auditor.covmap.fingerprint import units
-from auditor.covmap.store import Link, MapError, MapStore
+from auditor.covmap.store import Link, MapError, MapStore, age, default_path
 from auditor.diff import Change
 from auditor.evidence import Evidence
 from auditor.verdict import PRE_MERGE, Decision, decide
 from testdb.errors import SourceLoc
-
-
-def default_path(root: str) -> str:
-    """The checkout's own map, in the cache directory (``$TESTDB_CACHE_DIR``, default
-    ``~/.cache/testdb-audit``), keyed by the checkout's real path."""
-    base = os.environ.get("TESTDB_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "testdb-audit")
-    key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
-    return os.path.join(base, "maps", f"map-{key}.sqlite")
 
 
 def find_map(root: str, given: str | None) -> str | None:
@@ -50,16 +39,6 @@ def find_map(root: str, given: str | None) -> str | None:
         return given
     path = default_path(root)
     return path if os.path.isfile(path) else None
-
-
-def age(measured_at: int, now: int | None = None) -> str:
-    """``3 days ago``, ``5 hours ago``, ``just now``."""
-    s = max(0, (int(time.time()) if now is None else now) - measured_at)
-    for unit, n in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if s >= n:
-            k = s // n
-            return f"{k} {unit}{'s' if k > 1 else ''} ago"
-    return "just now"
 
 
 def measured_links(links: Iterable[Link], base_fp: bytes | None, now: int | None = None,

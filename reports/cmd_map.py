@@ -16,7 +16,7 @@ MAP_HELP = ("Map file (default: the checkout's own, under the cache directory; "
 
 
 def map_path(opts: Any, given: str | None) -> str:
-    from auditor.measured import default_path
+    from auditor.covmap.store import default_path
 
     return given or default_path(opts.root)
 
@@ -111,8 +111,7 @@ def merge(inputs: tuple[str, ...], output: str) -> int:
 @click.pass_obj
 def stats(opts: Any, map_file: str | None, fmt: str) -> int:
     """Tests, functions, commits, age and size of the map."""
-    from auditor.covmap.store import MapStore
-    from auditor.measured import age
+    from auditor.covmap.store import MapStore, age
 
     path = map_path(opts, map_file)
     with MapStore.open(path) as store:

@@ -28,6 +28,7 @@ format version or damaged raises MapError (exit 2), never reads as an empty map.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 import tempfile
@@ -121,6 +122,25 @@ class Stats:
     @property
     def bytes_per_link(self) -> float:
         return self.bytes / self.links if self.links else 0.0
+
+
+def default_path(root: str) -> str:
+    """The checkout's own map, in the cache directory (``$TESTDB_CACHE_DIR``, default
+    ``~/.cache/testdb-audit``), keyed by the checkout's real path."""
+    base = os.environ.get("TESTDB_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "testdb-audit")
+    key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+    return os.path.join(base, "maps", f"map-{key}.sqlite")
+
+
+def age(measured_at: int, now: int | None = None) -> str:
+    """``3 days ago``, ``5 hours ago``, ``just now``."""
+    s = max(0, (int(time.time()) if now is None else now) - measured_at)
+    for unit, n in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if s >= n:
+            k = s // n
+            return f"{k} {unit}{'s' if k > 1 else ''} ago"
+    return "just now"
 
 
 def _damaged(path: str, exc: Exception) -> MapError:
