@@ -53,7 +53,7 @@ def measured_links(links: Iterable[Link], base_fp: bytes | None, now: int | None
             continue
         current = ln.fp in current_fps
         what = ("the changed function" if ln.fp == base_fp else
-                "the changed function as this change leaves it" if current else
+                "the changed function as this change leaves it," if current else
                 "an older version of the changed function")
         out[ln.test_id] = Evidence(ln.test_id, "coverage", 1 if current else 2,
                                    f"executed {what} at {ln.commit[:7]}, "
@@ -147,7 +147,8 @@ class Measured:
         key = (b.path, b.qualname)
         if key not in self._memo:
             links = self.store.tests_executing(b.path, b.qualname)
-            silent = (self.store.tests_not_executing(b.path, b.qualname)
+            silent = (self.store.tests_not_executing(b.path, b.qualname,
+                                                     [ln.test_id for ln in links])
                       if b.kind == "function" else set())
             self._memo[key] = MeasuredJudgement(
                 tuple(measured_links(links, side_fingerprint(self.change, b, "base"),

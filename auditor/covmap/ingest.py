@@ -248,7 +248,21 @@ def ingest(data_files: list[str], root: str, commit: str | None, *,
     given = resolve_commit(root, commit) if commit is not None else None
     head = resolve_commit(root, None) if given is None else None
     seen: set[str] = set()
+    from auditor.covmap import cbts
+
     for p in data_files:
+        if not os.path.isfile(p):
+            raise InputError("data file not found", SourceLoc(p))
+    coverage_files = [p for p in data_files if cbts.shape(p) is None]
+    others = [p for p in data_files if p not in set(coverage_files)]
+    if coverage_files:
+        at = given or head
+        src_commit = None if work_tree else at
+        for part in _read_groups(coverage_files, root, src_commit, sources_at):
+            _join(into, part)
+        if at is not None:
+            seen.add(at)
+    for p in others:
         at = read_any(p, sources_at, into, given, head)
         if at is not None:
             seen.add(at)
@@ -264,3 +278,39 @@ def ingest(data_files: list[str], root: str, commit: str | None, *,
         raise InputError("no commit for the measurements", hint="pass --commit SHA (the commit "
                          "the tests ran at); outside a git checkout it is required")
     return into, at_commit
+
+
+def _join(into: Ingest, part: Ingest) -> None:
+    for t, fs in part.tests.items():
+        into.tests.setdefault(t, set()).update(fs)
+    into.scanned |= part.scanned
+    into.unmatched_files |= part.unmatched_files
+    into.unknown_functions += part.unknown_functions
+
+
+def _read_group(job: tuple[list[str], str, str | None]) -> Ingest:
+    """One worker's share of the data files (module level: pickled by name)."""
+    paths, root, commit = job
+    src = Sources(root, commit)
+    into = Ingest()
+    for p in paths:
+        read_coverage(p, src, into)
+    return into
+
+
+def _read_groups(paths: list[str], root: str, commit: str | None,
+                 sources_at: Callable[[str | None], Sources]) -> list[Ingest]:
+    """The coverage data files read in worker processes, a group each, when there are
+    several files and CPUs: coverage.py's per-file context read dominates an ingest."""
+    from testdb.parallel import parallel_map, usable_cpus
+
+    n = min(usable_cpus(), len(paths))
+    if n <= 1:
+        into = Ingest()
+        src = sources_at(commit)
+        for p in paths:
+            read_coverage(p, src, into)
+        return [into]
+    groups = [paths[i::n] for i in range(n)]
+    return list(parallel_map(_read_group, [(g, root, commit) for g in groups], workers=n,
+                             min_items=2))
