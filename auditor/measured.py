@@ -225,3 +225,35 @@ def executed_by(path: str, test_ids: Iterable[str], top: int = 10) -> dict[str, 
                         "modules": [{"module": k, "functions": v} for k, v in mods[:top]],
                         "more_modules": max(0, len(mods) - top)}
     return out
+
+
+@dataclass(frozen=True)
+class Reach:
+    """One test file's reach: of the project's ``total`` functions the map knows, how many
+    its pre-merge tests executed, and how many only its other tests did."""
+
+    test_file: str
+    pre_merge: int
+    post_merge_only: int
+    total: int
+    tests: int
+
+
+def reach(path: str, verdict_of: Callable[[str], str]) -> list[Reach]:
+    """The map's reach per test file (the HTML report's picture); ``verdict_of``: a test id's
+    verdict in the plan ("pre-merge" counts as pre-merge; anything else does not)."""
+    with MapStore.open(path) as store:
+        functions = store.scanned_functions()
+        pre: dict[str, set[int]] = {}
+        other: dict[str, set[int]] = {}
+        tests: dict[str, int] = {}
+        for tid, ids in store.each_test():
+            f = tid.split("::", 1)[0]
+            tests[f] = tests.get(f, 0) + 1
+            target = pre if verdict_of(tid) == PRE_MERGE else other
+            target.setdefault(f, set()).update(i for i in ids if i in functions)
+    out = []
+    for f in sorted(tests):
+        p = pre.get(f, set())
+        out.append(Reach(f, len(p), len(other.get(f, set()) - p), len(functions), tests[f]))
+    return out

@@ -447,6 +447,20 @@ class MapStore:
                 "SELECT c.sha, COUNT(t.id), MAX(t.measured_at) FROM commits c JOIN tests t "
                 "ON t.commit_id = c.id GROUP BY c.id ORDER BY MAX(t.measured_at) DESC")]
 
+    def each_test(self) -> Iterator[tuple[str, list[int]]]:
+        """(test id, its function ids) of every test of the map."""
+        with self._reading():
+            rows = self.db.execute("SELECT name, funcs FROM tests").fetchall()
+            for name, blob in rows:
+                yield name, unpack(blob)
+
+    def scanned_functions(self) -> set[int]:
+        """Ids of every function (not class or module body) of the files measured."""
+        with self._reading():
+            return {r[0] for r in self.db.execute(
+                "SELECT DISTINCT s.func_id FROM scans s JOIN funcs f ON f.id = s.func_id "
+                "WHERE f.kind = ?", (KIND_CODE["function"],))}
+
     def stats(self) -> Stats:
         with self._reading():
             one = self.db.execute
