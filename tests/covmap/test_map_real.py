@@ -193,3 +193,30 @@ def _has_torch() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
+
+
+def test_audit_head_memo_follows_the_map(tmp_path: Path, run_cli) -> None:  # type: ignore
+    """``audit --base --head`` keeps its answer; the map is an input of it: a map that gains
+    a measured guard gives the new verdict, never the kept one."""
+    root, base = checkout(tmp_path, FI)
+    data = tmp_path / "unit.coverage"
+    assert run_pytest(root, "tests", ["unittest"], data).returncode == 0
+    integ = tmp_path / "int.coverage"
+    assert run_pytest(root, "tests/integration/defs", ["accuracy"], integ).returncode == 0
+    git(root, "apply", "pr-no-thin-guard.diff")
+    git(root, "commit", "-qam", "the PR")
+    m = tmp_path / "map.sqlite"
+    assert run_cli("--root", str(root), "map", "add", str(data), "--commit", base,
+                   "--map", str(m)).code == 0
+
+    def verdict() -> str:
+        r = run_cli("--root", str(root), "audit", "--base", base, "--head", "HEAD",
+                    "--map", str(m), "--format", "json")
+        assert r.code in (0, 1), r.err
+        return str(creator(json.loads(r.out))["verdict"])
+
+    assert verdict() != "pre-merge"
+    assert verdict() != "pre-merge"  # asked again: the kept answer
+    assert run_cli("--root", str(root), "map", "add", str(integ), "--commit", base,
+                   "--map", str(m)).code == 0
+    assert verdict() == "pre-merge"
