@@ -76,7 +76,8 @@ def build(path: str, refs: list[FuncRef], tests: list[set[int]], commit: str, na
     return time.perf_counter() - t0
 
 
-def coverage_read_rate(root: Path, refs: list[FuncRef], tests: list[set[int]], n: int) -> float:
+def coverage_read_rate(root: Path, refs: list[FuncRef], tests: list[set[int]], n: int
+                       ) -> list[tuple[float, float]]:
     """Tests per second read from real coverage data files (CoverageData API)."""
     from coverage import CoverageData
 

@@ -179,7 +179,7 @@ def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
     from auditor.covmap.ingest import ingest
     from auditor.covmap.store import MapStore
     from auditor.launch.coverage import data_file, measured_files
-    from auditor.measured import default_path
+    from auditor.covmap.store import default_path
 
     path = map_file or default_path(opts.root)
     if submitted:

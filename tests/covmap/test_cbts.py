@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,7 @@ def test_touch_db_shapes(tmp_path: Path, repo: tuple[Path, str], make: str) -> N
     assert "PyExecutor.idle" in {r.qualname for r in got.scanned}
 
 
-def test_meta_without_commit_needs_one(tmp_path: Path, repo: tuple[Path, str], run_cli  # type: ignore
+def test_meta_without_commit_needs_one(tmp_path: Path, repo: tuple[Path, str], run_cli: Any,
                                        ) -> None:
     root, sha = repo
     db = v1(tmp_path / "t.sqlite", ROWS, {"tests": "2"})
@@ -131,7 +132,7 @@ def test_meta_without_commit_needs_one(tmp_path: Path, repo: tuple[Path, str], r
 
 
 def test_meta_commit_disagreeing_with_commit_is_an_error(tmp_path: Path, repo: tuple[Path, str],
-                                                         run_cli) -> None:  # type: ignore
+                                                         run_cli: Any) -> None:
     root, sha = repo
     db = v1(tmp_path / "t.sqlite", ROWS, {"commit": sha})
     r = run_cli("--root", str(root), "map", "add", str(db), "--commit", "0" * 40,
@@ -140,7 +141,7 @@ def test_meta_commit_disagreeing_with_commit_is_an_error(tmp_path: Path, repo: t
 
 
 def test_damaged_touch_db_is_an_error(tmp_path: Path, repo: tuple[Path, str],
-                                      run_cli) -> None:  # type: ignore
+                                      run_cli: Any) -> None:
     root, sha = repo
     db = tmp_path / "t.sqlite"
     c = sqlite3.connect(db)

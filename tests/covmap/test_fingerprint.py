@@ -4,6 +4,8 @@ enclosing scope, the body with the function."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from auditor.covmap.fingerprint import line_owners, units
@@ -52,7 +54,7 @@ def fps(src: str) -> dict[str, bytes]:
     ("an import added", lambda s: "import sys\n" + s,
      {"Config", "Config.scaled", "build"}),
 ])
-def test_fingerprint_rule(why: str, edit, same: set[str]) -> None:  # type: ignore[no-untyped-def]
+def test_fingerprint_rule(why: str, edit: Any, same: set[str]) -> None:
     before, after = fps(BASE), fps(edit(BASE))
     assert {q for q in before if before[q] == after.get(q)} == same, why
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +43,9 @@ def test_items_get_the_plugin_and_a_file_each(tmp_path: Path) -> None:
     assert out[2] == items[2]  # not pytest: runs as planned, unmeasured
 
 
-def test_launch_coverage_adds_the_run_to_the_map(tmp_path: Path, four_gpus: None, run_cli,
+def test_launch_coverage_adds_the_run_to_the_map(tmp_path: Path, four_gpus: None, run_cli: Any,
                                                  monkeypatch: pytest.MonkeyPatch
-                                                 ) -> None:  # type: ignore[no-untyped-def]
+                                                 ) -> None:
     root, sha = checkout(tmp_path, FI)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), REPO]))
     m = tmp_path / "map.sqlite"

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,19 +71,19 @@ def run_pytest(root: Path, cwd: str, args: list[str], data: Path
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def audit(run_cli, root: Path, diff: str, *extra: str) -> tuple[int, dict]:  # type: ignore
+def audit(run_cli: Any, root: Path, diff: str, *extra: str) -> tuple[int, dict[str, Any]]:
     r = run_cli("--root", str(root), "audit", "--diff", str(root / diff), "--format", "json",
                 *extra)
     assert r.code in (0, 1), r.err
     return r.code, json.loads(r.out)
 
 
-def creator(data: dict) -> dict:  # type: ignore[type-arg]
+def creator(data: dict[str, Any]) -> dict[str, Any]:
     return next(b for b in data["behaviours"] if b["function"] == "create_py_executor")
 
 
 def test_measured_pre_merge_guard_turns_post_merge_only_green(tmp_path: Path,
-                                                               run_cli) -> None:  # type: ignore
+                                                               run_cli: Any) -> None:
     root, sha = checkout(tmp_path, FI)
     data = tmp_path / "int.coverage"
     p = run_pytest(root, "tests/integration/defs", ["accuracy"], data)
@@ -127,7 +128,7 @@ def test_measured_pre_merge_guard_turns_post_merge_only_green(tmp_path: Path,
     assert "decided by measured links" in md
 
 
-def test_map_overturns_a_static_green(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_map_overturns_a_static_green(tmp_path: Path, run_cli: Any) -> None:
     rel = "tests/unittest/_torch/executor/test_backend_names.py"
     root, sha = checkout(tmp_path, FI, {rel: REJECTED})
     diff = cap_diff(root)
@@ -156,7 +157,7 @@ def test_map_overturns_a_static_green(tmp_path: Path, run_cli) -> None:  # type:
                and rejected in n for n in measured["notes"])
 
 
-def test_tests_not_in_the_map_are_judged_statically(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_tests_not_in_the_map_are_judged_statically(tmp_path: Path, run_cli: Any) -> None:
     """GUARDED: a map that knows only the integration tests leaves the unit test's static
     name link (REJECTED is not in it) as it was: the verdict stays the static one."""
     rel = "tests/unittest/_torch/executor/test_backend_names.py"
@@ -174,7 +175,7 @@ def test_tests_not_in_the_map_are_judged_statically(tmp_path: Path, run_cli) -> 
         in b["pre_merge_guards"]
 
 
-def test_gpu_smoke_on_cpu_measures_no_test(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_gpu_smoke_on_cpu_measures_no_test(tmp_path: Path, run_cli: Any) -> None:
     """The gpu-smoke tests skip without torch and CUDA: the data file holds no test context,
     and `map add` says so (exit 2) rather than adding an empty measurement."""
     pytest.importorskip("coverage")
@@ -195,7 +196,7 @@ def _has_torch() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def test_audit_head_memo_follows_the_map(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_audit_head_memo_follows_the_map(tmp_path: Path, run_cli: Any) -> None:
     """``audit --base --head`` keeps its answer; the map is an input of it: a map that gains
     a measured guard gives the new verdict, never the kept one."""
     root, base = checkout(tmp_path, FI)

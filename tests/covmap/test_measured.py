@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.covmap.store import Link
+from auditor.covmap.store import Link, age
 from auditor.evidence import Evidence
 from auditor.measured import (
-    age,
     decide_measured,
     measured_links,
     not_executing,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from auditor.covmap.fingerprint import units
 from auditor.covmap.store import FuncRef, MapStore
@@ -36,7 +37,7 @@ def test_reach_splits_pre_merge_from_post_merge_only(tmp_path: Path) -> None:
     assert x["text"] == "33 % pre-merge, 33 % post-merge only"
 
 
-def test_report_draws_the_reach(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_report_draws_the_reach(tmp_path: Path, run_cli: Any) -> None:
     root, _ = checkout(tmp_path, FI)
     data = tmp_path / "int.coverage"
     assert run_pytest(root, "tests/integration/defs", ["accuracy"], data).returncode == 0

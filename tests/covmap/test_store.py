@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,7 +148,7 @@ def _scribbled(p: Path) -> None:
     lambda p: p.write_bytes(b""), lambda p: p.write_text("not a map\n"), _other_sqlite,
     _wrong_version, _truncated, _scribbled,
 ], ids=["empty", "text", "other-sqlite", "wrong-version", "truncated", "scribbled"])
-def test_damaged_map_is_an_error_never_empty(tmp_path: Path, damage, run_cli  # type: ignore
+def test_damaged_map_is_an_error_never_empty(tmp_path: Path, damage: Any, run_cli: Any,
                                              ) -> None:
     p = tmp_path / "m.sqlite"
     damage(p)
@@ -160,7 +161,7 @@ def test_damaged_map_is_an_error_never_empty(tmp_path: Path, damage, run_cli  # 
     assert "m.sqlite" in r.err and "error:" in r.err
 
 
-def test_missing_map_given_is_an_error(tmp_path: Path, run_cli) -> None:  # type: ignore
+def test_missing_map_given_is_an_error(tmp_path: Path, run_cli: Any) -> None:
     r = run_cli("--root", str(tmp_path), "map", "stats", "--map", str(tmp_path / "nope.sqlite"))
     assert r.code == 2 and "no map file here" in r.err
 
