@@ -38,5 +38,9 @@ step testdb audit --diff pr.diff "(static)"
 "${T[@]}" audit --diff "$CO/pr.diff" -o "$OUT/audit-static.json" | head -3; echo "exit $?"
 step testdb audit --diff pr.diff --map
 "${T[@]}" audit --diff "$CO/pr.diff" --map "$OUT/map.sqlite" -o "$OUT/audit-map.json"; echo "exit $?"
-rm -rf "$OUT/cache"
+step testdb report --html report --map
+"${T[@]}" report --html "$OUT/report" --map "$OUT/map.sqlite"; echo "exit $?"
+grep -o '<g class="reach-row"[^>]*>' "$OUT/report/index.html"
+grep -o '<text class="ftotal"[^<]*pre-merge[^<]*' "$OUT/report/index.html"
+rm -rf "$OUT/cache" "$OUT/report"
 cd "$TOOL"
