@@ -61,3 +61,16 @@ def test_launch_coverage_adds_the_run_to_the_map(tmp_path: Path, four_gpus: None
         fns = {q for _, q, _ in s.functions_of(f"{CHUNKED}[attn_backend=TRTLLM]")}
         assert {"LLM.__init__", "LLM.generate", "create_py_executor"} <= fns
         assert "executor_summary" not in fns  # TRAP: imported, never called
+
+
+def test_slurm_jobs_write_their_own_data_file(tmp_path: Path) -> None:
+    """On Slurm each job's script exports its own data file and loads the plugin."""
+    from auditor.launch.slurmconfig import job_script
+
+    items = [RunItem(k, f"x.py::{k}", 1, None, 10, False, "/x",
+                     ("py", "-m", "pytest", "-v", f"x.py::{k}"), None) for k in ("a", "b")]
+    scripts = [job_script(i, tmp_path / "j.xml") for i in with_coverage(items, tmp_path, "/x")]
+    for key, script in zip(("a", "b"), scripts, strict=True):
+        assert f"export TESTDB_COVERAGE_FILE={data_file(tmp_path, key)}\n" in script
+        assert f"-p {PLUGIN}" in script
+    assert scripts[0] != scripts[1]
