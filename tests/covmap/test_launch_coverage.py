@@ -74,3 +74,26 @@ def test_slurm_jobs_write_their_own_data_file(tmp_path: Path) -> None:
         assert f"export TESTDB_COVERAGE_FILE={data_file(tmp_path, key)}\n" in script
         assert f"-p {PLUGIN}" in script
     assert scripts[0] != scripts[1]
+
+
+def test_launch_coverage_on_real_slurm(tmp_path: Path, run_cli: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Slurm backend: each job runs under coverage.py and writes its own data file; the
+    jobs that ran to the end are added to the map when the launch has waited for them."""
+    from tests.auditor.launch.test_slurm_real import _cluster_problem
+    from tests.conftest import unavailable
+
+    problem = _cluster_problem()
+    if problem:
+        unavailable(problem, "TESTDB_REQUIRE_SLURM")
+    root, sha = checkout(tmp_path, FI)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), REPO]))
+    m = tmp_path / "map.sqlite"
+    r = run_cli("--root", str(root), "launch", "test_chunked_prefill[attn_backend=FLASHINFER]",
+                "--backend", "slurm", "--coverage", "--map", str(m),
+                "--run-dir", str(tmp_path / "run"), "--allow-not-runnable")
+    assert r.code == 0, r.out + r.err
+    assert f"1 test(s) measured at {sha[:12]}" in r.err
+    with MapStore.open(str(m)) as s:
+        ran = {ln.test_id for ln in s.tests_executing(CREATOR, "create_py_executor")}
+    assert ran == {f"{CHUNKED}[attn_backend=FLASHINFER]"}
