@@ -97,3 +97,24 @@ def test_launch_coverage_on_real_slurm(tmp_path: Path, run_cli: Any,
     with MapStore.open(str(m)) as s:
         ran = {ln.test_id for ln in s.tests_executing(CREATOR, "create_py_executor")}
     assert ran == {f"{CHUNKED}[attn_backend=FLASHINFER]"}
+
+
+@pytest.mark.parametrize(("outcome", "added"), [
+    ("passed", True), ("failed", True),
+    # TRAP: a test that did not run to its end executed only part of what it would; what it
+    # did not execute must not read as evidence
+    ("not-runnable", False), ("timeout", False), ("cancelled", False), ("oom", False),
+    ("node-fail", False), ("error", False),
+])
+def test_only_tests_that_ran_to_the_end_are_added(tmp_path: Path, outcome: str,
+                                                  added: bool) -> None:
+    from auditor.launch.coverage import measured_files
+    from auditor.launch.model import RunResult
+
+    f = data_file(tmp_path, "k")
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"x")
+    result = RunResult("k", "t", outcome, "local")  # type: ignore[arg-type]
+    keep, left = measured_files([result], tmp_path)
+    assert (keep == [str(f)]) is added
+    assert bool(left) is not added
