@@ -8,7 +8,9 @@ import os
 from collections import Counter, defaultdict
 from typing import Any
 
+from auditor.behaviour import Behaviour
 from auditor.graph import ImportGraph
+from auditor.resolve import Link, Node, ReachOfTest, Resolver, link_of, reach_of, target_unit
 from testdb.index import Index
 from testdb.inventory.build import DEFAULT_DIRS
 from testdb.inventory.model import params_with_value, value_counts
@@ -56,6 +58,10 @@ class Candidates:
         # import the module: not linked (param_candidates)
         self.unreached: dict[tuple[str, str], int] = {}
         self._file_ids: dict[str, str | None] = {}
+        self._resolver: Resolver | None = None
+        self._targets: dict[tuple[str, str], str | None] = {}
+        self._reach: dict[tuple[str, str], ReachOfTest] = {}
+        self._test_side_memo: dict[str, bool] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
     def all_ids(self) -> set[str]:
@@ -182,12 +188,54 @@ class Candidates:
         return self._params_by_module[key]
 
     def names_in(self, module: str) -> frozenset[str]:
-        """Every name the module's functions use (a quick filter for the symbol tier)."""
+        """Every name the module's functions use."""
         if module not in self._module_names:
             info = self.graph.modules[module]
             self._module_names[module] = frozenset().union(
                 *(names for _, _, names in info.functions.values()))
         return self._module_names[module]
+
+    # ---- resolved names (the symbol tier) ------------------------------------------------------
+    @property
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            self._resolver = Resolver(self.graph.modules, self.graph.definers())
+        return self._resolver
+
+    def test_functions(self, module: str) -> list[str]:
+        """The test functions and methods of a test module (``test*``), as units."""
+        info = self.graph.modules[module]
+        return [q for q in info.code
+                if q.rsplit(".", 1)[-1].startswith("test") and q not in info.bases]
+
+    def target_unit(self, b: Behaviour) -> str | None:
+        key = (b.module, b.qualname)
+        if key not in self._targets:
+            self._targets[key] = (None if b.qualname == "<module>" else
+                                  target_unit(self.graph.modules, b.module, b.qualname))
+        return self._targets[key]
+
+    def test_reach(self, module: str, qualname: str) -> ReachOfTest:
+        """What one test function reaches (memoized: every changed unit asks the same)."""
+        key = (module, qualname)
+        got = self._reach.get(key)
+        if got is None:
+            cls = qualname.rpartition(".")[0]
+            own = f"{module}:{cls}" if cls in self.graph.modules[module].bases else ""
+            got = self._reach[key] = reach_of(self.resolver, Node(module, qualname, own),
+                                                self._test_side)
+        return got
+
+    def link_of(self, module: str, qualname: str, target: str) -> Link | None:
+        return link_of(self.test_reach(module, qualname), target, self.resolver)
+
+    def _test_side(self, module: str) -> bool:
+        """Whether a module is test-side code (under a test root: tests, conftest, helpers)."""
+        got = self._test_side_memo.get(module)
+        if got is None:
+            info = self.graph.modules.get(module)
+            got = self._test_side_memo[module] = bool(info and test_file_id(info.path))
+        return got
 
     def source_known(self, file_id: str) -> bool:
         if file_id not in self._known:

@@ -15,19 +15,28 @@ class Level(NamedTuple):
     rank: int = 1
 
     def label(self) -> str:
-        return self.tier if self.tier != "parameter" else f"parameter/{self.rank}"
+        if self.tier == "parameter" or self.rank != 1:
+            return f"{self.tier}/{self.rank}"
+        return self.tier
 
 
 # Every level, most specific first: the verdict comes from the first one that has links.
 # A parameter value alone (rank 3) says less than a test that calls the changed code by name
 # (symbol): a pre-merge test that merely carries the same value must not outrank the tests
 # that exercise the change, so it ranks below symbol and path rules, above declared and module.
+# ``symbol/2``: the test calls a method of the changed unit's name on a receiver that resolves
+# to nothing, a name several units define (``llm.generate()`` of an unannotated fixture), or
+# names the changed method's class without a call that reaches the method: the name is
+# there, the path to the changed code is not shown. Weak, as a shared value is (it never
+# guards); ranked above ``parameter/3`` (a name the test calls says more than a value it
+# carries) and below every level that can show the test exercising the change.
 LEVELS: tuple[Level, ...] = (
     Level("coverage"),
     Level("parameter", 1),
     Level("parameter", 2),
     Level("symbol"),
     Level("path-rule"),
+    Level("symbol", 2),
     Level("parameter", 3),
     Level("declared"),
     Level("module"),
@@ -37,8 +46,11 @@ LEVEL_TITLES: dict[Level, str] = {
     Level("parameter", 1): "a parameter value and its name are on the changed lines",
     Level("parameter", 2): "a parameter value is on the changed lines and the test function "
                            "calls the changed code",
-    Level("symbol"): "the test function (or a helper it calls) names the changed code",
+    Level("symbol"): "the test function (or a helper or fixture it uses) calls the changed "
+                     "code, by names resolved through its imports and receivers",
     Level("path-rule"): "a path rule links the changed file to it",
+    Level("symbol", 2): "only an unresolved call of a name that several units define, or "
+                        "the changed method's class named without a call that reaches it",
     Level("parameter", 3): "only a parameter value is on the changed lines",
     Level("declared"): "test changed in this diff that reaches the changed code",
     Level("module"): "test module imports the changed module",
@@ -46,6 +58,7 @@ LEVEL_TITLES: dict[Level, str] = {
 STRENGTH: dict[Level, str] = {
     Level("coverage"): "strong", Level("parameter", 1): "strong",
     Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
+    Level("symbol", 2): "weak",
     Level("parameter", 3): "weak", Level("declared"): "medium", Level("module"): "weak",
 }
 # Whether a level's links can guard: make a verdict pre-merge. A test that only imports the
@@ -58,7 +71,8 @@ STRENGTH: dict[Level, str] = {
 # graph checks.
 CAN_GUARD: dict[Level, bool] = {
     Level("coverage"): True, Level("parameter", 1): True, Level("parameter", 2): True,
-    Level("symbol"): True, Level("path-rule"): True, Level("parameter", 3): False,
+    Level("symbol"): True, Level("path-rule"): True, Level("symbol", 2): False,
+    Level("parameter", 3): False,
     Level("declared"): True, Level("module"): False,
 }
 _PARAMETER_RANKS = {1: "value and parameter name on the changed lines",
@@ -110,6 +124,8 @@ _GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that name the
 def level_phrase(level: Level, n: int) -> str:
     """``3 guard(s) by a parameter value (value only)``: a level's guards in a finding's
     words (the tier and rank codes are for the JSON)."""
+    if level == Level("symbol", 2):
+        return f"{n} guard(s) that only call its name on an unresolved receiver or name its class"
     if level.tier != "parameter":
         return f"{n} guard(s) {_GUARDS_BY.get(level.tier, level.tier)}"
     return f"{n} guard(s) by a parameter value ({_PARAMETER_RANKS[level.rank]})"
@@ -121,6 +137,11 @@ def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) ->
     220 ...)``."""
     pre = set(weak)
     links = list(deciding)
+    if level.tier == "symbol":
+        reasons = sorted({e.reason for e in links if e.test_id in pre})
+        return ("what they name does not resolve to it: " + "; ".join(reasons[:2])
+                + (f" (and {len(reasons) - 2} more)" if len(reasons) > 2 else "")
+                + f" ({len(pre):,} of {len(links):,} linked parametrizations run pre-merge)")
     if level.tier != "parameter":
         return (f"they import its module ({len(pre):,} of {len(links):,} linked "
                 "parametrizations run pre-merge)")
@@ -130,6 +151,15 @@ def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) ->
             for v in sorted(ran, key=lambda v: (-ran[v], v))]
     return ("they share the value " + " or ".join(vals) + "; their parameter's name is not "
             "on the changed lines and their test functions do not call it")
+
+
+def cannot_guard_why(level: Level) -> str:
+    """Why a weak level's links could not guard even where they run, in a few words."""
+    if level.tier == "module":
+        return "they only import its module"
+    if level.tier == "symbol":
+        return "they only call its name on an unresolved receiver, or name its class"
+    return "they only share a value"
 
 
 def parameter_reason(pname: str | None, value: str, rank: int) -> str:

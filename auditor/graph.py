@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from auditor.behaviour import module_name
+from auditor.resolve import UnitCode, definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
 from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
@@ -40,6 +41,14 @@ class ModuleInfo:
     # function qualname -> (first line, last line, names referenced inside)
     functions: dict[str, tuple[int, int, frozenset[str]]] = field(default_factory=dict)
     imported_names: set[str] = field(default_factory=set)
+    # The resolver's facts (auditor.resolve.scan_code): top-level import bindings and
+    # aliases, star imports, each unit's chains/locals/returns/parameters, classes' bases
+    # as written, fixtures.
+    bindings: dict[str, str] = field(default_factory=dict)
+    stars: list[str] = field(default_factory=list)
+    code: dict[str, UnitCode] = field(default_factory=dict)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fixtures: set[str] = field(default_factory=set)
 
 
 def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None) -> str:
@@ -82,6 +91,10 @@ def scan_module(path: str, text: str) -> ModuleInfo:
 
     visit(tree, "")
     _close_over_helpers(info)
+    facts = scan_code(tree, mod, {k: _resolve_relative(mod, is_pkg, k, None)
+                                  for k in range(1, 5)})
+    info.bindings, info.stars, info.code = facts.bindings, facts.stars, facts.code
+    info.bases, info.fixtures = facts.bases, facts.fixtures
     return info
 
 
@@ -108,6 +121,15 @@ class ImportGraph:
     modules: Mapping[str, ModuleInfo]  # by module name
     by_path: Mapping[str, ModuleInfo]
     imported_by: dict[str, list[str]] = field(default_factory=dict)  # the plain form's edges
+    # Each function/method name: its one defining unit, or how many classes and modules
+    # define it (auditor.resolve.definers); in the plain form, marshalled until asked for.
+    defined: dict[str, str | int] | bytes = field(default_factory=dict)
+
+    def definers(self) -> dict[str, str | int]:
+        if isinstance(self.defined, bytes):
+            self.defined = marshal.loads(self.defined)
+        assert isinstance(self.defined, dict)
+        return self.defined
 
     def importers(self, module: str) -> dict[str, int]:
         """Modules that import ``module`` directly (1) or transitively (n), with the distance."""
@@ -267,7 +289,7 @@ def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:
             if target and target != info.module:
                 g.add_edge(info.module, target)
     return ImportGraph(g, modules, {i.path: i for i in scanned.values()},
-                       {n: list(g.predecessors(n)) for n in g})
+                       {n: list(g.predecessors(n)) for n in g}, definers(scanned.values()))
 
 
 def _same(text: str, data: bytes) -> bool:
@@ -286,7 +308,7 @@ class _GraphCache:
     """One pickle per checkout root: ``{path: (content digest, ModuleInfo)}``, written
     atomically; a damaged or foreign file is simply a miss."""
 
-    VERSION = 1
+    VERSION = 2  # 2: ModuleInfo carries the resolver's facts
 
     def __init__(self, root: str) -> None:
         key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:24]
@@ -322,7 +344,7 @@ class _GraphCache:
 
 # ---- the plain form and the tree's stamp ---------------------------------------------------
 
-PLAIN_VERSION = 1
+PLAIN_VERSION = 2  # 2: the resolver's facts, and the names' definers
 
 
 def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
@@ -389,11 +411,13 @@ def _write_plain(path: str, graph: ImportGraph) -> None:
     """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
     looks at, not the thousands of the checkout."""
     infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names))
+    rows = {k: marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names,
+                              i.bindings, i.stars, i.code, i.bases, i.fixtures))
             for k, i in infos.items()}
     write_cache(path, marshal.dumps((
         PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
-        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by)), keep=4)
+        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by,
+        marshal.dumps(graph.definers()))), keep=4)
 
 
 def _read_plain(path: str) -> ImportGraph | None:
@@ -401,11 +425,12 @@ def _read_plain(path: str) -> ImportGraph | None:
     if payload is None:
         return None
     try:
-        version, rows, modules, by_path, imported_by = marshal.loads(payload)
+        version, rows, modules, by_path, imported_by, defined = marshal.loads(payload)
         if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
         infos = _Infos(rows)
-        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by)
+        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by,
+                           defined)
     except (ValueError, EOFError, TypeError, KeyError):
         return None
 
