@@ -442,6 +442,19 @@ class Resolver:
         segs = chain.split(".")
         calls: list[Node] = []
         named: list[str] = []
+        several = self._several(node, segs[0])
+        if several and depth <= 3:
+            # A local bound to several values (``task = MMLU(...)``, later ``task =
+            # GSM8K(...)``): the chain from each, what they reach together.
+            refs: set[Ref] = set()
+            unresolved = None
+            for c in several:
+                r, cs, ns, un = self.chain_in(node, ".".join([c, *segs[1:]]), depth + 1)
+                refs.add(r)
+                calls += cs
+                named += ns
+                unresolved = unresolved or un
+            return (refs.pop() if len(refs) == 1 else UNKNOWN), calls, named, unresolved
         ref = self._head(node, segs[0].removesuffix("()"), depth)
         unresolved = None
         if segs[0] == "super()":
@@ -469,6 +482,16 @@ class Resolver:
             elif ref.kind == "unit":
                 self._name(ref, calls, named)
         return ref, calls, named, unresolved
+
+    def _several(self, node: Node, head: str) -> list[str]:
+        """The chains a local is bound to, when it is bound to more than one."""
+        code = self.code(node)
+        if code is None or head.endswith("()"):
+            return []
+        bound = sorted({c for v, c in code[1] if v == head})
+        if len(bound) < 2 or any(c == OPAQUE or c.startswith("@") for c in bound):
+            return []
+        return bound
 
     def _name(self, ref: Ref, calls: list[Node], named: list[str], self_class: str = "") -> None:
         """A unit named (not called): a class is named; a method or function is reached

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -336,3 +337,52 @@ def test_the_call_graph_is_depth_bounded(tmp_path: Path) -> None:
     _tree(tmp_path, "from tensorrt_llm.deep import f0\n\ndef test_it():\n    f0()\n")
     assert _link(tmp_path, "test_it", f"tensorrt_llm.deep:f{MAX_DEPTH - 1}") is not None
     assert _link(tmp_path, "test_it", f"tensorrt_llm.deep:f{MAX_DEPTH + 2}") is None
+
+
+def test_a_local_bound_to_several_classes_reaches_what_each_reaches(tmp_path: Path) -> None:
+    _tree(tmp_path, KV_IMPORT + f"""
+        from {NGRAM} import NGramDrafter
+
+        def test_it():
+            obj = NGramDrafter(2)
+            obj.propose([1])
+            obj = KVCacheManager(4)
+            obj.get_attention_window()
+        """)
+    for target in (f"{RM}:KVCacheManager.get_attention_window", f"{NGRAM}:NGramDrafter.propose"):
+        got = _link(tmp_path, "test_it", target)
+        assert got is not None and got.rank == 1, target
+
+
+def _facts(g: Any) -> tuple[object, ...]:
+    return ({m: (i.bindings, i.stars, i.code, i.bases, i.fixtures)
+             for m, i in g.modules.items()}, g.definers())
+
+
+def test_the_plain_form_keeps_the_resolvers_facts_and_old_shapes_are_misses(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import marshal
+    import pickle
+
+    import testdb.stamp
+    from auditor import graph as graph_mod
+    from testdb.files import write_cache
+
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(testdb.stamp, "RACY_NS", -10**12)
+    root = tmp_path / "tree"
+    _tree(root, dict((c, b) for c, b, _, _ in CASES)["conftest-fixture"])
+    cold = build_graph(str(root))
+    warm = build_graph(str(root))
+    assert cold.graph is not None and warm.graph is None  # the second read the plain form
+    assert _facts(warm) == _facts(cold) == _facts(build_graph(str(root), use_cache=False))
+    # A scan cache or a plain form of the shape before the resolver's facts is a miss.
+    cache = graph_mod._GraphCache(str(root))
+    assert cache.entries  # the scans were kept
+    old = {rel: (digest, graph_mod.ModuleInfo(info.path, info.module))
+           for rel, (digest, info) in cache.entries.items()}
+    write_cache(cache.path, pickle.dumps((1, old)), keep=32)
+    assert graph_mod._GraphCache(str(root)).entries == {}
+    (plain,) = (tmp_path / "cache").glob("graphplain-*")
+    write_cache(str(plain), marshal.dumps((1, {}, {}, {}, {})), keep=4)
+    assert graph_mod._read_plain(str(plain)) is None
