@@ -46,7 +46,6 @@ class Candidates:
         self._by_base: dict[str, list[str]] | None = None
         self._items_memo: dict[tuple[str, str], list[str]] = {}
         self._importers: dict[str, tuple[dict[str, int], dict[str | None, int]]] = {}
-        self._module_names: dict[str, frozenset[str]] = {}
         self._known: dict[str, bool] = {}
         self._params_by_module: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
         self._param_index: dict[str, list[tuple[str, str | None]]] = {}
@@ -61,6 +60,8 @@ class Candidates:
         self._resolver: Resolver | None = None
         self._targets: dict[tuple[str, str], str | None] = {}
         self._reach: dict[tuple[str, str], ReachOfTest] = {}
+        self._module_reach: dict[str, tuple[frozenset[str], frozenset[str],
+                                            frozenset[str]]] = {}
         self._test_side_memo: dict[str, bool] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
@@ -187,14 +188,6 @@ class Candidates:
                 self.unreached[key] = unreached
         return self._params_by_module[key]
 
-    def names_in(self, module: str) -> frozenset[str]:
-        """Every name the module's functions use."""
-        if module not in self._module_names:
-            info = self.graph.modules[module]
-            self._module_names[module] = frozenset().union(
-                *(names for _, _, names in info.functions.values()))
-        return self._module_names[module]
-
     # ---- resolved names (the symbol tier) ------------------------------------------------------
     @property
     def resolver(self) -> Resolver:
@@ -228,6 +221,29 @@ class Candidates:
 
     def link_of(self, module: str, qualname: str, target: str) -> Link | None:
         return link_of(self.test_reach(module, qualname), target, self.resolver)
+
+    def may_link(self, module: str, target: str) -> bool:
+        """Whether any test of a test module can link ``target`` (a quick filter, as the
+        tier's spelling filter was: most modules reach none of the changed units): the
+        union of what its tests reach, the names they call unresolved, the classes named."""
+        got = self._module_reach.get(module)
+        if got is None:
+            units: set[str] = set()
+            unresolved: set[str] = set()
+            classes: set[str] = set()
+            for q in self.test_functions(module):
+                r = self.test_reach(module, q)
+                units.update(r.units)
+                unresolved |= r.unresolved
+                classes |= r.classes
+            got = self._module_reach[module] = (frozenset(units), frozenset(unresolved),
+                                                frozenset(classes))
+        units_any, unresolved_any, classes_any = got
+        if target in units_any:
+            return True
+        leaf = target.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+        return leaf in unresolved_any or any(
+            self.resolver.method(c, leaf) == target for c in classes_any)
 
     def _test_side(self, module: str) -> bool:
         """Whether a module is test-side code (under a test root: tests, conftest, helpers)."""

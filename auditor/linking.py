@@ -275,6 +275,8 @@ class Auditor(Candidates):
             return []
         out: list[Evidence] = []
         for mod, dist in self.test_importers(b.module)[0].items():
+            if not self.may_link(mod, target):
+                continue
             fid = self.module_file_id(mod) or ""
             for q in self.test_functions(mod):
                 link = self.link_of(mod, q, target)

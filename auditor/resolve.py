@@ -313,6 +313,8 @@ class Resolver:
         self._busy: set[Node] = set()
         self._aliases: dict[tuple[str, str], Ref | None] = {}
         self._fixtures: dict[tuple[str, str], Node | None] = {}
+        self._attrs_busy: set[tuple[str, str]] = set()
+        self._methods: dict[tuple[str, str], str | None] = {}
 
     # ---- modules and dotted names ---------------------------------------------------------
     def _module(self, name: str) -> str | None:
@@ -417,14 +419,26 @@ class Resolver:
 
     def method(self, cls: str, name: str) -> str | None:
         """The unit ``Class.name`` is, through the bases: the first class defining it."""
-        for c in self.mro(cls):
-            mod, q = c.split(":", 1)
-            if f"{q}.{name}" in self.modules[mod].code:
-                return f"{mod}:{q}.{name}"
-        return None
+        key = (cls, name)
+        if key not in self._methods:
+            self._methods[key] = next(
+                (f"{c.split(':', 1)[0]}:{c.split(':', 1)[1]}.{name}" for c in self.mro(cls)
+                 if f"{c.split(':', 1)[1]}.{name}" in self.modules[c.split(":", 1)[0]].code),
+                None)
+        return self._methods[key]
 
     def _attr_type(self, inst: Ref, name: str) -> Ref:
         """``obj.name`` where ``self.name = Chain(...)`` in a method of obj's class."""
+        key = (inst.unit, name)
+        if key in self._attrs_busy:
+            return UNKNOWN  # ``self.x = self.x.copy()``
+        self._attrs_busy.add(key)
+        try:
+            return self._find_attr_type(inst, name)
+        finally:
+            self._attrs_busy.discard(key)
+
+    def _find_attr_type(self, inst: Ref, name: str) -> Ref:
         for c in self.mro(inst.unit):
             mod, q = c.split(":", 1)
             for var, chain in self.modules[mod].code[q][1]:
@@ -643,7 +657,10 @@ class Resolver:
             named: list[str] = []
             unresolved: set[str] = set()
             for c in code[0] if code else ():
-                _, calls, names, unres = self.chain_in(node, c)
+                try:
+                    _, calls, names, unres = self.chain_in(node, c)
+                except RecursionError:
+                    continue  # a pathological chain of aliases: it reaches nothing known
                 nodes += calls
                 named += names
                 if unres is not None:

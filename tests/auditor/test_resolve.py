@@ -386,3 +386,29 @@ def test_the_plain_form_keeps_the_resolvers_facts_and_old_shapes_are_misses(
     (plain,) = (tmp_path / "cache").glob("graphplain-*")
     write_cache(str(plain), marshal.dumps((1, {}, {}, {}, {})), keep=4)
     assert graph_mod._read_plain(str(plain)) is None
+
+
+@pytest.mark.parametrize(("text", "target", "rank"), [
+    ("class A:\n    def __init__(self):\n        self.x = self.x.copy()\n"
+     "    def m(self):\n        return self.x.y()\n", "A.m", 1),
+    # A loops to nothing: ``a.m()`` is an unresolved call, of the one unit named m.
+    ("from tensorrt_llm.cyc import B as A\nB = A\ndef m():\n    return 1\n", "m", 1),
+    ("class A(B):\n    pass\nclass B(A):\n    def m(self):\n        return self.m()\n",
+     "B.m", 1),
+], ids=["self-attribute-of-itself", "alias-cycle", "base-cycle"])
+def test_cycles_resolve_and_end(tmp_path: Path, text: str, target: str, rank: int | None
+                                ) -> None:
+    """Cycles in what a name stands for end (unknown where they loop), and what does resolve
+    still links."""
+    (tmp_path / "tensorrt_llm").mkdir()
+    (tmp_path / "tensorrt_llm/cyc.py").write_text(text)
+    _tree(tmp_path, """
+        from tensorrt_llm.cyc import A, B
+
+        def test_it():
+            a = A()
+            a.m()
+            B().m()
+        """)
+    got = _link(tmp_path, "test_it", f"tensorrt_llm.cyc:{target}")
+    assert (got.rank if got else None) == rank
