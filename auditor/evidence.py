@@ -116,7 +116,7 @@ def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
     return 2 if reaches_unit else 3
 
 
-_GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that name the changed code",
+_GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that call the changed code",
               "path-rule": "that a path rule names", "declared": "changed in this diff",
               "module": "whose modules import the changed module"}
 

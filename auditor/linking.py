@@ -249,7 +249,7 @@ class Auditor(Candidates):
 
     def parameter_links(self, b: Behaviour, reached: set[str]) -> list[Evidence]:
         """Parametrizations one of whose values is a changed token, ranked by
-        ``parameter_rank``; ``reached``: the tests whose function names the changed code."""
+        ``parameter_rank``; ``reached``: the tests that reach the changed unit (symbol)."""
         names_on_lines = set(b.tokens)
         out: list[Evidence] = []
         for tok in b.tokens:

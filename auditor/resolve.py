@@ -316,6 +316,7 @@ class Resolver:
         self._fixtures: dict[tuple[str, str], Node | None] = {}
         self._attrs_busy: set[tuple[str, str]] = set()
         self._methods: dict[tuple[str, str], str | None] = {}
+        self._locals: dict[tuple[str, str], dict[str, list[str]]] = {}
 
     # ---- modules and dotted names ---------------------------------------------------------
     def _module(self, name: str) -> str | None:
@@ -500,10 +501,9 @@ class Resolver:
 
     def _several(self, node: Node, head: str) -> list[str]:
         """The chains a local is bound to, when it is bound to more than one."""
-        code = self.code(node)
-        if code is None or head.endswith("()"):
+        if head.endswith("()"):
             return []
-        bound = sorted({c for v, c in code[1] if v == head})
+        bound = sorted(set(self.locals_of(node.module, node.qualname).get(head, ())))
         if len(bound) < 2 or any(c == OPAQUE or c.startswith("@") for c in bound):
             return []
         return bound
@@ -570,11 +570,11 @@ class Resolver:
         code = self.code(node)
         info = self.modules[node.module]
         if code is not None:
-            _, local, _, params = code
+            params = code[3]
             if name in ("self", "cls") and params and params[0] == name and node.self_class:
                 mod, q = node.self_class.split(":", 1)
                 return Ref("instance" if name == "self" else "unit", mod, q)
-            bound = [c for v, c in local if v == name]
+            bound = self.locals_of(node.module, node.qualname).get(name)
             if bound:
                 return self._bound(node, bound, depth)
             if name in params:
@@ -641,6 +641,18 @@ class Resolver:
         mod = module_name(path.lstrip("/"))
         info = self.modules.get(mod)
         return mod if info is not None and info.path == path.lstrip("/") else None
+
+    def locals_of(self, module: str, qualname: str) -> dict[str, list[str]]:
+        """A unit's locals: each name and the chains it is bound to."""
+        key = (module, qualname)
+        got = self._locals.get(key)
+        if got is None:
+            got = self._locals[key] = {}
+            info = self.modules.get(module)
+            code = info.code.get(qualname) if info is not None else None
+            for var, chain in code[1] if code else ():
+                got.setdefault(var, []).append(chain)
+        return got
 
     def code(self, node: Node) -> UnitCode | None:
         info = self.modules.get(node.module)
