@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from auditor.behaviour import Behaviour
@@ -60,8 +61,10 @@ class Candidates:
         self._resolver: Resolver | None = None
         self._targets: dict[tuple[str, str], str | None] = {}
         self._reach: dict[tuple[str, str], ReachOfTest] = {}
-        self._module_reach: dict[str, tuple[frozenset[str], frozenset[str],
-                                            frozenset[str]]] = {}
+        self._indexed: set[str] = set()
+        self._by_unit: dict[str, set[str]] = {}  # unit -> test modules a test of which reaches it
+        self._by_name: dict[str, set[str]] = {}  # ... calls it unresolved
+        self._by_class: dict[str, set[str]] = {}  # ... names the class
         self._test_side_memo: dict[str, bool] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
@@ -222,28 +225,31 @@ class Candidates:
     def link_of(self, module: str, qualname: str, target: str) -> Link | None:
         return link_of(self.test_reach(module, qualname), target, self.resolver)
 
-    def may_link(self, module: str, target: str) -> bool:
-        """Whether any test of a test module can link ``target`` (a quick filter, as the
-        tier's spelling filter was: most modules reach none of the changed units): the
-        union of what its tests reach, the names they call unresolved, the classes named."""
-        got = self._module_reach.get(module)
-        if got is None:
-            units: set[str] = set()
-            unresolved: set[str] = set()
-            classes: set[str] = set()
-            for q in self.test_functions(module):
-                r = self.test_reach(module, q)
-                units.update(r.units)
-                unresolved |= r.unresolved
-                classes |= r.classes
-            got = self._module_reach[module] = (frozenset(units), frozenset(unresolved),
-                                                frozenset(classes))
-        units_any, unresolved_any, classes_any = got
-        if target in units_any:
-            return True
-        leaf = target.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
-        return leaf in unresolved_any or any(
-            self.resolver.method(c, leaf) == target for c in classes_any)
+    def linkable(self, modules: Iterable[str], target: str) -> set[str]:
+        """The test modules of ``modules`` some test of which can link ``target`` (a quick
+        filter, as the tier's spelling filter was: most reach none of the changed units).
+        Each module's tests are resolved once, into an index of what any of them reaches,
+        calls unresolved or names (a class); the filter is then a look-up per changed unit."""
+        for m in modules:
+            if m not in self._indexed:
+                self._index(m)
+        leaf = target.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        found = self._by_unit.get(target, set()) | self._by_name.get(leaf, set())
+        for cls, mods in self._by_class.items():
+            if self.resolver.method(cls, leaf) == target:
+                found |= mods
+        return found
+
+    def _index(self, module: str) -> None:
+        self._indexed.add(module)
+        for q in self.test_functions(module):
+            r = self.test_reach(module, q)
+            for u in r.units:
+                self._by_unit.setdefault(u, set()).add(module)
+            for name in r.unresolved:
+                self._by_name.setdefault(name, set()).add(module)
+            for cls in r.classes:
+                self._by_class.setdefault(cls, set()).add(module)
 
     def _test_side(self, module: str) -> bool:
         """Whether a module is test-side code (under a test root: tests, conftest, helpers)."""

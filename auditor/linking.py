@@ -274,8 +274,10 @@ class Auditor(Candidates):
         if target is None:
             return []
         out: list[Evidence] = []
-        for mod, dist in self.test_importers(b.module)[0].items():
-            if not self.may_link(mod, target):
+        importers = self.test_importers(b.module)[0]
+        linkable = self.linkable(importers, target)
+        for mod, dist in importers.items():
+            if mod not in linkable:
                 continue
             fid = self.module_file_id(mod) or ""
             for q in self.test_functions(mod):

@@ -317,6 +317,7 @@ class Resolver:
         self._attrs_busy: set[tuple[str, str]] = set()
         self._methods: dict[tuple[str, str], str | None] = {}
         self._locals: dict[tuple[str, str], dict[str, list[str]]] = {}
+        self._dirs: dict[str, dict[str, Node]] = {}
 
     # ---- modules and dotted names ---------------------------------------------------------
     def _module(self, name: str) -> str | None:
@@ -630,17 +631,22 @@ class Resolver:
             return None
         if name in info.fixtures:
             return Node(module, name)
-        parts = info.path.split("/")[:-1]
-        for k in range(len(parts), -1, -1):
-            conf = self._by_path("/".join([*parts[:k], "conftest.py"]))
-            if conf is not None and name in self.modules[conf].fixtures:
-                return Node(conf, name)
-        return None
+        return self._conftest_fixtures(info.path.rpartition("/")[0]).get(name)
 
-    def _by_path(self, path: str) -> str | None:
-        mod = module_name(path.lstrip("/"))
-        info = self.modules.get(mod)
-        return mod if info is not None and info.path == path.lstrip("/") else None
+    def _conftest_fixtures(self, directory: str) -> dict[str, Node]:
+        """The fixtures the ``conftest.py`` files of a directory and those above it define,
+        the nearest winning (pytest's order)."""
+        got = self._dirs.get(directory)
+        if got is None:
+            parent = directory.rpartition("/")[0] if directory else None
+            got = dict(self._conftest_fixtures(parent)) if parent is not None else {}
+            path = f"{directory}/conftest.py" if directory else "conftest.py"
+            mod = module_name(path)
+            info = self.modules.get(mod)
+            if info is not None and info.path == path:
+                got.update((f, Node(mod, f)) for f in info.fixtures)
+            self._dirs[directory] = got
+        return got
 
     def locals_of(self, module: str, qualname: str) -> dict[str, list[str]]:
         """A unit's locals: each name and the chains it is bound to."""
