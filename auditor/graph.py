@@ -38,8 +38,8 @@ class ModuleInfo:
     path: str
     module: str
     imports: set[str] = field(default_factory=set)
-    # function qualname -> (first line, last line, names referenced inside)
-    functions: dict[str, tuple[int, int, frozenset[str]]] = field(default_factory=dict)
+    # function or class qualname -> (first line, last line); what each uses is in ``code``
+    functions: dict[str, tuple[int, int]] = field(default_factory=dict)
     imported_names: set[str] = field(default_factory=set)
     # The resolver's facts (auditor.resolve.scan_code): top-level import bindings and
     # aliases, star imports, each unit's chains/locals/returns/parameters, classes' bases
@@ -83,36 +83,15 @@ def scan_module(path: str, text: str) -> ModuleInfo:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 q = f"{prefix}{child.name}"
-                names = frozenset(
-                    n.id if isinstance(n, ast.Name) else n.attr
-                    for n in ast.walk(child) if isinstance(n, (ast.Name, ast.Attribute)))
-                info.functions[q] = (child.lineno, child.end_lineno or child.lineno, names)
+                info.functions[q] = (child.lineno, child.end_lineno or child.lineno)
                 visit(child, q + ".")
 
     visit(tree, "")
-    _close_over_helpers(info)
     facts = scan_code(tree, mod, {k: _resolve_relative(mod, is_pkg, k, None)
                                   for k in range(1, 5)})
     info.bindings, info.stars, info.code = facts.bindings, facts.stars, facts.code
     info.bases, info.fixtures = facts.bases, facts.fixtures
     return info
-
-
-def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
-    """A test that calls a module-level helper uses what the helper uses (a few levels deep):
-    ``test_x`` -> ``_worker`` -> ``allreduce_sum`` links ``test_x`` to ``allreduce_sum``."""
-    top = {q: names for q, (_, _, names) in info.functions.items() if "." not in q}
-    for q, (start, end, names) in list(info.functions.items()):
-        seen = set(names)
-        frontier = {n for n in names if n in top and n != q}
-        for _ in range(depth):
-            nxt: set[str] = set()
-            for helper in frontier:
-                new = top[helper] - seen
-                seen |= new
-                nxt |= {n for n in new if n in top}
-            frontier = nxt
-        info.functions[q] = (start, end, frozenset(seen))
 
 
 @dataclass
@@ -308,7 +287,7 @@ class _GraphCache:
     """One pickle per checkout root: ``{path: (content digest, ModuleInfo)}``, written
     atomically; a damaged or foreign file is simply a miss."""
 
-    VERSION = 2  # 2: ModuleInfo carries the resolver's facts
+    VERSION = 2  # 2: ModuleInfo carries the resolver's facts, functions only their lines
 
     def __init__(self, root: str) -> None:
         key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:24]

@@ -253,7 +253,27 @@ def scan_code(tree: ast.Module, module: str, relative: Mapping[int, str]) -> Cod
                 # Functions nested in a function are part of it (their chains are its own).
 
     visit(tree, "", None)
+    top = {q for q in facts.code if "." not in q} | set(facts.bindings)
+    for q, (chains, local, returns, params) in facts.code.items():
+        if chains:
+            facts.code[q] = (_useful(chains, top, {v for v, _ in local} | set(params)), local,
+                             returns, params)
     return facts
+
+
+def _useful(chains: tuple[str, ...], top: set[str], local: set[str]) -> tuple[str, ...]:
+    """The chains that can reach something: not a builtin's (``len()``, ``print()``) where
+    the module does not rebind it, not a bare local (``x``, which calls nothing)."""
+    out = []
+    for c in chains:
+        head, _, rest = c.partition(".")
+        name = head.removesuffix("()")
+        if name in _BUILTINS and name not in top and name not in local:
+            continue
+        if not rest and head == name and name in local:
+            continue
+        out.append(c)
+    return tuple(out)
 
 
 # ---- the resolver ---------------------------------------------------------------------------
