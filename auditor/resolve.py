@@ -473,9 +473,9 @@ class Resolver:
 
     # ---- chains inside a unit ---------------------------------------------------------------
     def chain_in(self, node: Node, chain: str, depth: int = 0
-                 ) -> tuple[Ref, list[Node], list[str], str | None]:
+                 ) -> tuple[Ref, list[Node], list[str], list[str]]:
         """Resolve a chain in a unit's scope: (what it is, the nodes it calls, the classes it
-        names, the name of a call on a receiver that resolved to nothing)."""
+        names, the names it calls on receivers that resolved to nothing)."""
         segs = chain.split(".")
         calls: list[Node] = []
         named: list[str] = []
@@ -484,16 +484,16 @@ class Resolver:
             # A local bound to several values (``task = MMLU(...)``, later ``task =
             # GSM8K(...)``): the chain from each, what they reach together.
             refs: set[Ref] = set()
-            unresolved = None
+            unresolved: list[str] = []
             for c in several:
                 r, cs, ns, un = self.chain_in(node, ".".join([c, *segs[1:]]), depth + 1)
                 refs.add(r)
                 calls += cs
                 named += ns
-                unresolved = unresolved or un
+                unresolved += un
             return (refs.pop() if len(refs) == 1 else UNKNOWN), calls, named, unresolved
         ref = self._head(node, segs[0].removesuffix("()"), depth)
-        unresolved = None
+        unresolved = []
         if segs[0] == "super()":
             pass  # the instance, seen from the next class: not a call of anything
         elif segs[0].endswith("()"):
@@ -506,7 +506,7 @@ class Resolver:
             base = ref
             ref = self.member(ref, attr) if attr != "?" else UNKNOWN
             if base.kind == "unknown" and called:
-                unresolved = attr
+                unresolved.append(attr)
             if ref.kind == "unit" and base.kind in ("instance", "super"):
                 # A bound method: ``self`` inside it is the instance's class.
                 sc = base.qualname if base.kind == "super" else base.unit
@@ -702,8 +702,7 @@ class Resolver:
                     continue  # a pathological chain of aliases: it reaches nothing known
                 nodes += calls
                 named += names
-                if unres is not None:
-                    unresolved.add(unres)
+                unresolved.update(unres)
             for name in (code[3] if code else ()):
                 fx = self.fixture(node.module, name)
                 if fx is not None and fx != node:

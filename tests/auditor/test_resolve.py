@@ -261,6 +261,12 @@ CASES = [
         def test_it(llm):
             assert llm.propose([1, 2])
         """, f"{NGRAM}:NGramDrafter.propose", 1),
+    # A receiver that resolves to nothing further down a chain (an attribute no method sets):
+    # every call after it is by name; `generate` is two units', `propose` one's.
+    ("unresolved-down-a-chain", KV_IMPORT + """
+        def test_it():
+            KVCacheManager(4).pool.generate([1]).propose([2])
+        """, f"{NGRAM}:NGramDrafter.propose", 1),
     # Trap, spelling only: the test module's own function of the same name.
     ("own-function-same-name", """
         def get_attention_window():
