@@ -323,7 +323,7 @@ class _GraphCache:
 
 # ---- the plain form and the tree's stamp ---------------------------------------------------
 
-PLAIN_VERSION = 2  # 2: the resolver's facts, and the names' definers
+PLAIN_VERSION = 3  # 2: the resolver's facts, the names' definers; 3: the facts apart
 
 
 def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
@@ -390,8 +390,8 @@ def _write_plain(path: str, graph: ImportGraph) -> None:
     """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
     looks at, not the thousands of the checkout."""
     infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names,
-                              i.bindings, i.stars, i.code, i.bases, i.fixtures))
+    rows = {k: (marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names)),
+                marshal.dumps(tuple(getattr(i, f) for f in _FACTS)))
             for k, i in infos.items()}
     write_cache(path, marshal.dumps((
         PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
@@ -414,17 +414,39 @@ def _read_plain(path: str) -> ImportGraph | None:
         return None
 
 
+_FACTS = ("bindings", "stars", "code", "bases", "fixtures")  # the resolver's, kept apart
+
+
+class _LazyInfo(ModuleInfo):
+    """A plain form's module info whose resolver facts are decoded when first read: most
+    modules an audit looks at are asked only their path and imports."""
+
+    _facts: bytes
+
+    def __getattr__(self, name: str) -> object:
+        if name not in _FACTS:
+            raise AttributeError(name)
+        for f, v in zip(_FACTS, marshal.loads(self.__dict__.pop("_facts")), strict=True):
+            setattr(self, f, v)
+        return getattr(self, name)
+
+
 class _Infos:
     """The plain form's module infos, each decoded when first asked for."""
 
-    def __init__(self, rows: dict[int, bytes]) -> None:
+    def __init__(self, rows: dict[int, tuple[bytes, bytes]]) -> None:
         self.rows = rows
         self.done: dict[int, ModuleInfo] = {}
 
     def __getitem__(self, k: int) -> ModuleInfo:
         got = self.done.get(k)
         if got is None:
-            got = self.done[k] = ModuleInfo(*marshal.loads(self.rows[k]))
+            base, facts = self.rows[k]
+            info = object.__new__(_LazyInfo)
+            (info.path, info.module, info.imports, info.functions,
+             info.imported_names) = marshal.loads(base)
+            info._facts = facts
+            got = self.done[k] = info
         return got
 
 
