@@ -14,12 +14,12 @@ KNOWN_MAPS = {"x86TestConfigs": "x86_64", "x86SlurmTestConfigs": "x86_64",
               "SBSATestConfigs": "aarch64", "SBSASlurmTestConfigs": "aarch64",
               "multiNodesSBSAConfigs": "aarch64"}
 GENERATOR = "buildStageConfigs"
-# `NAME = cbtsResizeSplits(NAME)` (11ea7cc3): coverage-based test selection (CBTS) may keep only
+# `NAME = cbtsResizeSplits(NAME)` (11ea7cc3): change-based test selection (CBTS) may keep only
 # shards 1..k of a stage it narrowed, at run time, from data no checkout has. Read as the map
 # itself; the tool assumes the full split and says so once (an info note, not an error).
-PASS_THROUGH = {"cbtsResizeSplits": "coverage-based test selection may run fewer shards of a "
-                                    "stage it narrows at run time; not modelled: every shard "
-                                    "is assumed to run"}
+PASS_THROUGH = {"cbtsResizeSplits": "change-based test selection (CBTS) may run fewer shards "
+                                    "of a stage it narrows at run time; not modelled: every "
+                                    "shard is assumed to run (an audit carries CBTS's caveat)"}
 GENERATOR_PARAMS = ("stageName", "platform", "testlist", "testCount", "gpuCount", "nodeCount",
                     "runWithSbatch", "useClusterDurations")
 _GEN_TYPES = (str, str, str, int, int, int, bool, bool)

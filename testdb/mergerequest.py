@@ -16,6 +16,11 @@ Only those three literals are read, with the project's Groovy tokenizer and valu
 present but whose literal cannot be read is an error (gates read wrong would close silently);
 a missing function leaves that rule empty with a warning. The match rule each function uses is
 checked by a token it must hold, so a changed rule is reported, not misread.
+
+The same file says whether the pipeline runs CBTS: ``setupPipelineEnvironment`` sets
+``testFilter[(CBTS_RESULT)] = getCbtsResult(...)`` (11ea7cc3). A checkout whose Groovy calls it
+but lacks ``jenkins/scripts/cbts/main.py`` (a sparse or partial checkout) still gets the caveat
+that CBTS may narrow the PR's stages, never a silent full stage set (``Triggers.cbts``).
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from testdb.errors import Diagnostic, InputError, Severity, SourceLoc
-from testdb.groovy_lex import Tok, tokenize
+from testdb.groovy_lex import COMMENTS, Tok, tokenize
 from testdb.groovy_values import TokenView, Unreadable, Value
 from testdb.triggers import Triggers
 
 _RULE = "merge-request-gates"
+CBTS_CALL = "getCbtsResult"  # L0_MergeRequest.groovy's CBTS entry (testdb/cbts.py)
 
 
 @dataclass(frozen=True)
@@ -152,4 +158,16 @@ def load_merge_request_text(text: str, path: str) -> tuple[Triggers, list[Diagno
     if not paths and not rules and not groups:
         raise r.fail(1, "no gate rules found (getMultiGpuFileChanged, getAutoTriggerTagList, "
                         "getOnlyOneGroupChanged); is this L0_MergeRequest.groovy?")
-    return Triggers(paths, tuple(rules), tuple(groups), source=path), r.diags
+    return Triggers(paths, tuple(rules), tuple(groups), source=path,
+                    cbts=cbts_call(toks, path)), r.diags
+
+
+def cbts_call(toks: list[Tok], path: str) -> str:
+    """``PATH:LINE calls getCbtsResult`` for the first call of it in code (a comment or a string
+    naming it is no call, nor is its ``def``); "" when the file never calls it."""
+    code = [t for t in toks if t.kind not in COMMENTS]
+    for k, t in enumerate(code[:-1]):
+        if t.kind == "id" and t.text == CBTS_CALL and code[k + 1].text == "(" \
+                and not (k and code[k - 1].text == "def"):
+            return f"{path}:{t.line} calls {CBTS_CALL}"
+    return ""

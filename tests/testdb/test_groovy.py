@@ -475,6 +475,9 @@ def test_cbts_resize_of_a_map_is_the_map_with_one_note() -> None:
     assert [s.name for s in stages] == ["A10-PyTorch-1", "A10-PyTorch-2", "GH200-PyTorch-1"]
     assert [(d.severity, d.loc.line) for d in diags] == [(Severity.INFO, 7)]
     assert "cbtsResizeSplits" in diags[0].message and "not modelled" in diags[0].message
+    # CBTS is TensorRT-LLM's change-based test selection (jenkins/scripts/cbts/), not coverage
+    assert "change-based test selection (CBTS)" in diags[0].message
+    assert "coverage-based" not in diags[0].message
 
 
 def test_an_unknown_wrapper_is_still_an_error() -> None:

@@ -10,7 +10,7 @@ from tdb_helpers import small_checkout
 
 from testdb.botcmd import parse
 from testdb.errors import InputError, Severity
-from testdb.index import MERGE_REQUEST, load
+from testdb.index import CBTS_MAIN, MERGE_REQUEST, load
 from testdb.mergerequest import load_merge_request_text
 from testdb.pipeline import pr_stages
 from testdb.triggers import GATES_UNKNOWN
@@ -120,3 +120,51 @@ def test_a_missing_gate_function_or_changed_match_rule_is_a_warning() -> None:
     assert all(s is Severity.WARNING for s, _ in msgs)
     assert any("no longer uses `contains`" in m for _, m in msgs)
     assert sum("taken as empty" in m for _, m in msgs) == 2
+
+
+# The shape of setupPipelineEnvironment at 11ea7cc3 (hand-made): the gate functions' results and
+# CBTS's decision are stored in testFilter; getCbtsResult is defined further down the file.
+CBTS_SETUP = '''
+def setupPipelineEnvironment(pipeline, testFilter, globalVars)
+{
+    sh "env | sort"
+    testFilter[(MULTI_GPU_FILE_CHANGED)] = getMultiGpuFileChanged(pipeline, testFilter, globalVars)
+    testFilter[(CBTS_RESULT)] = getCbtsResult(pipeline, testFilter, globalVars)
+}
+
+def getCbtsResult(pipeline, testFilter, globalVars) {
+    return null
+}
+'''
+
+
+@pytest.mark.parametrize("extra, cbts", [
+    (CBTS_SETUP, "mr:{line} calls getCbtsResult"),
+    # TRAPS: named in a comment, in a string, or only defined: no call, no CBTS in the pipeline
+    ("// testFilter[(CBTS_RESULT)] = getCbtsResult(pipeline, testFilter, globalVars)\n", ""),
+    ('def s = "getCbtsResult(pipeline)"\n', ""),
+    ("def getCbtsResult(pipeline, testFilter, globalVars) {\n    return null\n}\n", ""),
+])
+def test_a_getcbtsresult_call_means_cbts_may_act(extra: str, cbts: str) -> None:
+    text = (FIXTURES / "L0_MergeRequest.groovy").read_text() + extra
+    t, _ = load_merge_request_text(text, "mr")
+    line = next((n for n, s in enumerate(text.split("\n"), 1) if "= getCbtsResult(" in s), 0)
+    assert t.cbts == cbts.format(line=line)
+
+
+def test_a_checkout_whose_groovy_calls_cbts_without_its_scripts_has_the_caveat(
+        tmp_path: Path) -> None:
+    """A sparse checkout (no jenkins/scripts/cbts/): the Groovy still runs CBTS in CI, so a
+    plain /bot run may be narrowed; never a silent full stage set."""
+    mr = (FIXTURES / "L0_MergeRequest.groovy").read_text() + CBTS_SETUP
+    idx = load(str(small_checkout(tmp_path / "c", {MERGE_REQUEST: mr})), use_cache=False)
+    where = idx.triggers.cbts
+    assert where.startswith(f"{MERGE_REQUEST}:") and where.endswith("calls getCbtsResult")
+    p = pr_stages(idx.stages, idx.triggers, ["pkg/a.py"], parse("/bot run"))
+    assert any(c.startswith("CBTS may narrow this PR's stages") for c in p.caveats)
+    # GUARDED: --disable-cbts forces the full run; the caveat goes, a note says why
+    off = pr_stages(idx.stages, idx.triggers, ["pkg/a.py"], parse("/bot run --disable-cbts"))
+    assert not any("CBTS may narrow" in c for c in off.caveats)
+    # the scripts themselves, when there, are the more precise source
+    both = small_checkout(tmp_path / "d", {MERGE_REQUEST: mr, CBTS_MAIN: "# not run\n"})
+    assert load(str(both), use_cache=False).triggers.cbts == CBTS_MAIN
