@@ -130,7 +130,7 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
             result.findings.append(Finding(
                 "warning", "guard-demoted", lc["path"], lc["line"],
                 f"{lc['test']} moved from a pre_merge to a post_merge block of {lc['context']}: "
-                "it no longer reports before merge", guards=(lc["test"],),
+                + demoted_phrase(aud.runs_of(lc["test"])[0]), guards=(lc["test"],),
                 headline=f"{lc['test']} moved to post-merge"))
     for (mod, tok), n in sorted(aud.unreached.items()):
         result.notes.append(f"{n} parametrization(s) name {tok} but their test modules do not "
@@ -390,3 +390,11 @@ def _only(g: Guard) -> str:
     if "post-merge-only" in classes:
         return "runs only post-merge"
     return "runs only in QA" if classes == {"qa"} else "does not run in this PR's pipeline"
+
+
+def demoted_phrase(verdict: str) -> str:
+    """What a test moved to a post_merge block still does before merge, by its verdict in
+    the plan after the move (other blocks may still run it: a gated stage, another context)."""
+    return {"pre-merge": "another block still runs it in every PR's pipeline (pre-merge)",
+            "gated": "before merge it now runs only in gated stages (gated), when a PR opens them",
+            }.get(verdict, f"it no longer reports before merge ({verdict})")

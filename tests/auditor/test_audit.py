@@ -235,7 +235,22 @@ def test_list_line_moved_to_post_merge_is_a_warning(run_cli, repo: Path) -> None
     assert code == 0  # a warning alone does not fail by default
     moved = [c for c in data["list_changes"] if c["kind"] == "moved-to-post-merge"]
     assert [c["test"] for c in moved] == [line.strip()[2:]]
-    assert any(f["rule"] == "guard-demoted" for f in data["findings"])
+    demoted = [f for f in data["findings"] if f["rule"] == "guard-demoted"]
+    assert demoted and demoted[0]["message"].endswith(
+        "it no longer reports before merge (post-merge-only)")
+
+
+@pytest.mark.parametrize(("verdict", "said"), [
+    # TRAP: a test moved to post_merge that a gated stage still runs must not read as gone
+    ("gated", "before merge it now runs only in gated stages (gated), when a PR opens them"),
+    ("pre-merge", "another block still runs it in every PR's pipeline (pre-merge)"),
+    ("post-merge-only", "it no longer reports before merge (post-merge-only)"),
+    ("qa-only", "it no longer reports before merge (qa-only)"),
+])
+def test_a_demoted_guard_says_what_still_runs_it(verdict: str, said: str) -> None:
+    from auditor.audit import demoted_phrase
+
+    assert demoted_phrase(verdict) == said
 
 
 def test_empty_diff(run_cli, repo: Path) -> None:
