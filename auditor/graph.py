@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from auditor.behaviour import module_name
-from auditor.resolve import UnitCode, definers, scan_code
+from auditor.modinfo import ModuleInfo
+from auditor.resolve import definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
 from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
@@ -31,24 +32,6 @@ if TYPE_CHECKING:
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
-
-
-@dataclass
-class ModuleInfo:
-    path: str
-    module: str
-    imports: set[str] = field(default_factory=set)
-    # function or class qualname -> (first line, last line); what each uses is in ``code``
-    functions: dict[str, tuple[int, int]] = field(default_factory=dict)
-    imported_names: set[str] = field(default_factory=set)
-    # The resolver's facts (auditor.resolve.scan_code): top-level import bindings and
-    # aliases, star imports, each unit's chains/locals/returns/parameters, classes' bases
-    # as written, fixtures.
-    bindings: dict[str, str] = field(default_factory=dict)
-    stars: list[str] = field(default_factory=list)
-    code: dict[str, UnitCode] = field(default_factory=dict)
-    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    fixtures: set[str] = field(default_factory=set)
 
 
 def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None) -> str:

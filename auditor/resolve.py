@@ -30,17 +30,11 @@ import builtins
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from auditor.behaviour import module_name
+from auditor.modinfo import ModuleInfo, UnitCode
 
-if TYPE_CHECKING:
-    from auditor.graph import ModuleInfo
-
-# One unit's facts, as kept in ModuleInfo.code (plain tuples: marshalled with the graph):
-# (chains used, local bindings (name, chain), returned chains, parameter names).
-UnitCode = tuple[tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...],
-                 tuple[str, ...]]
 OPAQUE = "#"  # a local bound to a literal, a comprehension, ...: a value of no project class
 MAX_DEPTH = 5  # call edges followed from a test function (test -> helper -> U -> ... )
 _MAX_HOPS = 12  # re-export and alias hops followed for one dotted name

@@ -34,8 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from auditor.covmap.add import ingest
 from auditor.covmap.fingerprint import units
-from auditor.covmap.ingest import Ingest, Sources, ingest, read_coverage
+from auditor.covmap.ingest import Ingest, Sources, read_coverage
 from auditor.covmap.store import FuncRef, MapStore, merge_files
 
 PER_FILE = 20

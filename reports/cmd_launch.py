@@ -176,7 +176,7 @@ def _measured_rows(rows: list[Any], rdir: Path, root: str) -> list[Any]:
 def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
                 submitted: bool) -> None:
     """The data files of the tests that ran, added to the map (stderr: stdout is the run)."""
-    from auditor.covmap.ingest import ingest
+    from auditor.covmap.add import ingest
     from auditor.covmap.store import MapStore, default_path
     from auditor.launch.coverage import data_file, measured_files
 

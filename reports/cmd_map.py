@@ -61,7 +61,7 @@ def add(opts: Any, data: tuple[str, ...], commit: str | None, measured_at: str |
     """Add coverage.py data files (one dynamic context per test: pytest-cov's
     --cov-context=test, or `testdb launch --coverage`) or CBTS touch DBs (v1, v3) to the
     map. Executed lines become functions by the source of --root at that commit."""
-    from auditor.covmap.ingest import ingest
+    from auditor.covmap.add import ingest
     from auditor.covmap.store import MapStore
 
     when = _when(measured_at)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from auditor.covmap.add import ingest
 from auditor.covmap.cbts import shape
-from auditor.covmap.ingest import ingest
 from auditor.covmap.store import MapStore
 from tests.gitrepo import git, new_repo
 
