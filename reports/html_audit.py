@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from reports import charts
-from reports.comment import decided_words, guards_by_id
+from reports.comment import audit_caveats, decided_words, guards_by_id, is_work_tree
 from reports.render_audit import RUNNER_UP_WORDS, cost_text
 from testdb.schedule import VERDICTS
 
@@ -58,7 +58,9 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
                   for b in audit["behaviours"]]
     p = audit.get("provenance") or {}
     sug = audit.get("suggestion") or {}
-    return {"sentence": audit["summary"]["sentence"], "status": audit_status(audit["summary"]),
+    caveats = audit_caveats(audit)
+    return {"sentence": audit["summary"]["sentence"], "caveats": caveats,
+            "status": audit_status({**audit["summary"], "caveats": caveats}),
             "findings": findings, "behaviours": behaviours,
             "chart": charts.guards_chart(behaviours, (VERDICTS[0], WEAK_LINK, *VERDICTS[1:])),
             "weak_links": any(g["verdict"] == WEAK_LINK for b in behaviours for g in b["guards"]),
@@ -71,18 +73,21 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
 
 
 def audit_status(summary: dict[str, Any]) -> str:
-    """The card's colour, as the terminal's headline: red with errors, yellow with warnings
-    only, green otherwise."""
-    if summary.get("errors"):
+    """The card's colour, as the terminal's headline (render_audit.headline_colour): red with
+    errors or an unguarded change, yellow with warnings or a pipeline caveat (a green that
+    rests on unknown gates or on stages CBTS may drop is no green), green otherwise."""
+    if summary.get("errors") or summary.get("unguarded"):
         return "bad"
-    return "warn" if summary.get("warnings") else "ok"
+    return "warn" if summary.get("warnings") or summary.get("caveats") else "ok"
 
 
 def provenance_items(p: dict[str, Any]) -> list[tuple[str, str]]:
     """What was audited: the commits of a range (``head``, ``base``), the diff file of
     ``--diff``, or the work tree; never a ``-`` for what the audit did not have."""
     out = [(k, str(p[k])[:12]) for k in ("head", "base") if p.get(k)]
-    if p.get("base") and not p.get("head"):
+    if is_work_tree(p) and p.get("head"):  # base against the work tree; HEAD's sha beside it
+        out[0] = ("head", f"{WORK_TREE.removesuffix(')')}; HEAD {str(p['head'])[:12]})")
+    elif p.get("base") and not p.get("head"):
         out.insert(0, ("head", WORK_TREE))
     if p.get("diff") and p["diff"] != "git":  # "git": the range above
         out.append(("diff", str(p["diff"])))
