@@ -60,6 +60,7 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
     sug = audit.get("suggestion") or {}
     caveats = audit_caveats(audit)
     return {"sentence": audit["summary"]["sentence"], "caveats": caveats,
+            "caveat_pieces": [code_pieces(c) for c in caveats],
             "status": audit_status({**audit["summary"], "caveats": caveats}),
             "findings": findings, "behaviours": behaviours,
             "chart": charts.guards_chart(behaviours, (VERDICTS[0], WEAK_LINK, *VERDICTS[1:])),
@@ -70,6 +71,16 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
             "bot_runner_up_cost": _cost(sug.get("runner_up") or {}),
             "runner_up_words": RUNNER_UP_WORDS,
             "prov": provenance_items(p)}
+
+
+def code_pieces(text: str) -> list[tuple[str, bool]]:
+    """A caveat's words with its backquoted spans (markdown's code, as the comment shows them)
+    marked, so the page draws them as ``<code>`` instead of printing the backquotes; an
+    unpaired backquote stays as it is."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # odd number of backquotes: no pairing to trust
+        return [(text, False)]
+    return [(p, i % 2 == 1) for i, p in enumerate(parts) if p]
 
 
 def audit_status(summary: dict[str, Any]) -> str:

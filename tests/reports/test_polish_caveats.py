@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from html import unescape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
@@ -22,10 +22,13 @@ from click.testing import CliRunner
 from reports.cli import cli
 from reports.comment import MARKER, render_comment
 from reports.html import generate
-from reports.html_audit import WORK_TREE, audit_status, audit_view, provenance_items
+from reports.html_audit import WORK_TREE, audit_status, audit_view, code_pieces, provenance_items
 from reports.render_audit import headline_colour
 from testdb.caveats import GATES_UNKNOWN
 from testdb.index import load
+
+if TYPE_CHECKING:
+    from tests.reports.conftest import Page
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "flashinfer-reuse"
 CBTS_MAIN = "jenkins/scripts/cbts/main.py"
@@ -39,7 +42,7 @@ def _cli(*args: str) -> str:
 
 
 def checkout(tmp: Path, *, gates: bool = True, cbts: bool = False) -> Path:
-    root = tmp / "fi"
+    root = tmp / "flashinfer-reuse"
     shutil.copytree(EXAMPLE, root)
     if not gates:
         (root / "ci" / "pr-triggers.yml").unlink()
@@ -51,8 +54,12 @@ def checkout(tmp: Path, *, gates: bool = True, cbts: bool = False) -> Path:
 
 
 def audit(root: Path, *extra: str) -> dict[str, Any]:
-    out = _cli("--root", str(root), "--no-cache", "audit", "--diff",
-               str(root / "pr.diff"), "--format", "json", *extra)
+    """The audit of the copy's pr.diff, run from the copy's parent as a user in a clone runs
+    it (relative paths in the provenance)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root.parent)
+        out = _cli("--root", root.name, "--no-cache", "audit", "--diff",
+                   f"{root.name}/pr.diff", "--format", "json", *extra)
     data: dict[str, Any] = json.loads(out)
     return data
 
@@ -99,8 +106,9 @@ def test_a_caveat_is_under_the_cards_headline_and_keeps_it_from_green(
     box = card[card.index('<ul class="caveats">'):]
     assert card.index('<ul class="caveats">') < card.index('class="prov"')  # before all else
     assert re.search(r"⚠ caveat:</strong> " + re.escape(caveat), box)
-    if name == "cbts":  # the whole caveat: where CBTS sits and how to turn it off
-        assert CBTS_MAIN in box and "/bot run --disable-cbts" in box
+    if name == "cbts":  # the whole caveat: where CBTS sits and how to turn it off, as code
+        assert CBTS_MAIN in box and "<code>/bot run --disable-cbts</code>" in box
+        assert "`" not in box[:box.index("</ul>")]
 
 
 def test_without_a_caveat_a_clean_card_is_green(audits: dict[str, dict[str, Any]]) -> None:
@@ -194,6 +202,16 @@ def test_the_cards_head_is_the_work_tree_without_head(prov: dict[str, Any], head
     assert provenance_items(prov)[0] == ("head", head)
 
 
+@pytest.mark.parametrize("text, pieces", [
+    ("a `b c` d", [("a ", False), ("b c", True), (" d", False)]),
+    ("`x`", [("x", True)]),
+    ("no code", [("no code", False)]),
+    ("one ` only", [("one ` only", False)]),  # unpaired: printed as it is
+])
+def test_a_caveats_code_spans(text: str, pieces: list[tuple[str, bool]]) -> None:
+    assert code_pieces(text) == pieces
+
+
 @pytest.mark.parametrize("summary, status", [
     ({"errors": 0, "warnings": 0, "unguarded": 1}, "bad"),  # red as the terminal is
     ({"errors": 0, "warnings": 0, "caveats": ["CBTS may narrow this PR's stages"]}, "warn"),
@@ -203,3 +221,30 @@ def test_the_cards_colour_is_the_headlines(summary: dict[str, Any], status: str)
     assert audit_status(summary) == status
     colour = headline_colour({"unguarded": 0, **summary})
     assert {"red": "bad", "yellow": "warn", "green": "ok"}[colour] == status
+
+
+@pytest.mark.browser
+def test_the_caveat_box_in_chromium(audits: dict[str, dict[str, Any]], tmp_path: Path,
+                                    page: Page) -> None:
+    """The audit of pr.diff in a checkout with CBTS, drawn: a yellow card (the gated colour,
+    never the pre-merge green), the caveat box under the headline and inside the card at 800
+    px; the same made clean (no warning) stays yellow."""
+    generate(load(str(EXAMPLE)), str(tmp_path / "r"), audits["cbts"])
+    generate(load(str(EXAMPLE)), str(tmp_path / "c"), clean(audits["cbts"]))
+    page.page.set_viewport_size({"width": 800, "height": 1000})
+    pg = page.open((tmp_path / "r" / "index.html").as_uri())
+    assert pg.eval_on_selector("#audit", "e => getComputedStyle(e).borderLeftColor") == \
+        "rgb(154, 103, 0)"  # --gated, never --pre's rgb(26, 127, 55)
+    box = pg.eval_on_selector("#audit ul.caveats", """b => {
+      const r = b.getBoundingClientRect(), c = b.closest('#audit').getBoundingClientRect();
+      const h = b.closest('#audit').querySelector('h2').getBoundingClientRect();
+      return {inside: r.left >= c.left && r.right <= c.right + 0.5, below: r.top >= h.bottom,
+              visible: r.height > 0, text: b.innerText};
+    }""")
+    assert box["inside"] and box["below"] and box["visible"], box
+    assert "CBTS" in box["text"] and "--disable-cbts" in box["text"]
+    page.shot("report-audit-caveat.png", "#audit", doc=True)
+    pg = page.open((tmp_path / "c" / "index.html").as_uri())
+    assert pg.eval_on_selector("#audit", "e => getComputedStyle(e).borderLeftColor") == \
+        "rgb(154, 103, 0)"  # TRAP: no warning left, the caveat alone keeps it from green
+    assert pg.is_visible("#audit ul.caveats")
