@@ -248,3 +248,16 @@ def test_the_caveat_box_in_chromium(audits: dict[str, dict[str, Any]], tmp_path:
     assert pg.eval_on_selector("#audit", "e => getComputedStyle(e).borderLeftColor") == \
         "rgb(154, 103, 0)"  # TRAP: no warning left, the caveat alone keeps it from green
     assert pg.is_visible("#audit ul.caveats")
+
+
+def test_a_cut_comment_keeps_its_caveats(audits: dict[str, dict[str, Any]]) -> None:
+    """A body past GitHub's limit loses detail rows, never the caveat under its headline."""
+    data = audits["cbts"]
+    one = data["findings"][0]
+    data = {**data, "findings": [{**one, "line": i, "message": one["message"] + " x" * 200}
+                                 for i in range(1, 900)]}
+    text = render_comment(data, max_chars=20_000)
+    assert len(text) <= 20_000 and "cut to fit" in text  # it was cut
+    lines = text.splitlines()
+    caveat = next(i for i, ln in enumerate(lines) if ln.startswith("> ⚠️ **Caveat:** CBTS"))
+    assert caveat < next(i for i, ln in enumerate(lines) if "cut to fit" in ln)
