@@ -261,3 +261,21 @@ def test_a_cut_comment_keeps_its_caveats(audits: dict[str, dict[str, Any]]) -> N
     lines = text.splitlines()
     caveat = next(i for i, ln in enumerate(lines) if ln.startswith("> ⚠️ **Caveat:** CBTS"))
     assert caveat < next(i for i, ln in enumerate(lines) if "cut to fit" in ln)
+
+
+@pytest.mark.parametrize("root, caveat", [
+    ("examples/gpu-smoke", True),  # TRAP: no gate rules, post-merge-only counts rest on them
+    ("examples/flashinfer-reuse", False),  # GUARDED: ci/pr-triggers.yml read
+])
+def test_the_plan_report_says_when_its_gates_are_unknown(tmp_path: Path, root: str,
+                                                        caveat: bool) -> None:
+    """The whole-plan page (no audit) owns up to unknown gates as `stats` does."""
+    from testdb.stats import compute_stats
+
+    index = load(str(Path(__file__).resolve().parents[2] / root))
+    generate(index, str(tmp_path / "r"))
+    page = unescape((tmp_path / "r" / "index.html").read_text(encoding="utf-8"))
+    top = page[:page.index("</header>")]
+    assert ('id="plan-caveats"' in top) == caveat
+    assert (GATES_UNKNOWN in top) == caveat
+    assert (GATES_UNKNOWN in compute_stats(index).get("caveats", [])) == caveat  # as stats
