@@ -111,11 +111,13 @@ class _Comment:
                 f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
                 f"diff `{p['diff'].rsplit('/', 1)[-1]}`"
                 if p.get("diff") and p["diff"] != "git" else "",  # "git": the range above
-                _multi_gpu_words(gates, started),
+                _multi_gpu_words(gates, started)
+                + (" (gate rules unknown)" if not gates.get("multi_gpu") and any(
+                    c.startswith("gate rules unknown") for c in self.caveats) else ""),
                 ("auto-trigger stages start for " + ", ".join(gates["auto_trigger_tags"]))
                 if gates.get("auto_trigger_tags") else "",
                 f"judged under `{p['bot_command']}`" if p.get("bot_command") else "",
-                f"{len(started)} stages started" if started else "",
+                f"{len(started)} stage{'s' * (len(started) != 1)} started" if started else "",
                 f"testdb-audit {p.get('version', '?')}",
                 f"test plan `{data_digest(files)}` ({len(files)} files)" if files else ""]
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
@@ -132,7 +134,8 @@ class _Comment:
     def caveat_lines(self) -> list[str]:
         """Each pipeline caveat whole, right under the headline (which names it in a few
         words): what the verdict rests on that the tool could not see."""
-        return [line for c in self.caveats
+        sentence = self.data["summary"]["sentence"]
+        return [line for c in self.caveats if c not in sentence  # a headline's whole one: once
                 for line in ("", f"> ⚠️ **Caveat:** {' '.join(c.split())}")]
 
     def results_summary(self) -> str:

@@ -128,12 +128,18 @@ def test_the_comment_carries_each_caveat_whole(audits: dict[str, dict[str, Any]]
     assert "(" + (caveat if name == "no-gates" else "CBTS may narrow this PR's stages") \
         in lines[0]
     quoted = [ln for ln in lines if ln.startswith("> ⚠️ **Caveat:**")]
-    assert len(quoted) == 1 and caveat in quoted[0]
-    assert lines.index(quoted[0]) < next(i for i, ln in enumerate(lines) if "<sub>" in ln)
+    if name == "no-gates":  # the headline holds it whole: said once
+        assert quoted == [] and f"({GATES_UNKNOWN})." in lines[0]
+        assert "multi-GPU stages not started (gate rules unknown)" in full
+    else:  # the headline's few words, then the whole caveat under it
+        assert len(quoted) == 1 and caveat in quoted[0]
+        assert lines.index(quoted[0]) < next(i for i, ln in enumerate(lines) if "<sub>" in ln)
+        assert CBTS_MAIN in quoted[0] and "--disable-cbts" in quoted[0]
+        assert "(gate rules unknown)" not in full
     # TRAP: a clean audit is no quiet ✅ one-liner when its green rests on a caveat
     text = render_comment(clean(audits[name]))
     assert not text.startswith("✅") and text.startswith("⚠️ **testdb-audit:")
-    assert any(ln.startswith("> ⚠️ **Caveat:**") and caveat in ln for ln in text.splitlines())
+    assert caveat in text.split("<sub>", 1)[0]
     assert text.rstrip().endswith(MARKER)
 
 
@@ -279,3 +285,13 @@ def test_the_plan_report_says_when_its_gates_are_unknown(tmp_path: Path, root: s
     assert ('id="plan-caveats"' in top) == caveat
     assert (GATES_UNKNOWN in top) == caveat
     assert (GATES_UNKNOWN in compute_stats(index).get("caveats", [])) == caveat  # as stats
+
+
+def test_the_comment_counts_one_stage_in_the_singular() -> None:
+    root = Path(__file__).resolve().parents[2] / "examples" / "gpu-smoke"
+    data = json.loads(_cli("--root", str(root), "--no-cache", "audit", "--diff",
+                           str(root / "pr.diff"), "--format", "json"))
+    assert len(data["pipeline"]["started"]) == 1
+    sub = next(ln for ln in render_comment(data).splitlines() if ln.startswith("<sub>"))
+    assert " · 1 stage started · " in sub and "stages started" not in sub
+    assert "multi-GPU stages not started (gate rules unknown)" in sub  # no gates there
