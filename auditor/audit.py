@@ -70,17 +70,26 @@ def _changed_tests(aud: Auditor, files: list[FileChange]) -> tuple[dict[str, str
 
 def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any = None,
               coverage: str | None = None, rules: str | None = None,
-              bot: BotCommand | None = None, progress: Progress | None = None) -> Audit:
+              bot: BotCommand | None = None, progress: Progress | None = None,
+              measured_map: str | None = None) -> Audit:
     """``rules``: a path-rules file (default: ci/audit-rules.yml under the checkout);
     ``bot``: the PR's ``/bot run`` command (default: a plain ``/bot run``); ``graph``: see
-    ``Auditor``; ``progress``: told of each behaviour change judged."""
-    aud = Auditor(index, change, inventory, graph, coverage=coverage, bot=bot)
+    ``Auditor``; ``progress``: told of each behaviour change judged; ``measured_map``: a
+    test-to-code map file (auditor.measured)."""
+    measured = None
+    if measured_map:
+        from auditor.measured import Measured
+
+        measured = Measured(measured_map, change)
+    aud = Auditor(index, change, inventory, graph, coverage=coverage, bot=bot,
+                  measured=measured)
     path_rules = find_rules(change.root, rules)
     result = Audit(provenance={
         "tool": "testdb-audit", "version": testdb.__version__, "root": change.root,
         "base": change.base, "head": change.head, "diff": change.source,
         "checkout_side": change.checkout_side, "bot_command": bot.text if bot else None,
         "data_files": dict(sorted(index.files.items())),
+        **({"map": measured.provenance()} if measured is not None else {}),
     }, gates=aud.pipeline.gates.to_json(), pipeline=aud.pipeline.to_json())
     if not change.files:
         result.notes.append("the change is empty: no file differs")
@@ -129,6 +138,8 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
     for tok in sorted(aud.common_tokens):
         result.notes.append(f"token {tok!r} names {aud.value_count(tok)} parametrizations, "
                             f"more than {MAX_TOKEN_PARAMS}: too common to link by parameter")
+    if measured is not None:
+        result.notes += measured.notes
     result.findings.sort(key=lambda f: ({"error": 0, "warning": 1, "info": 2}[f.severity],
                                         f.path, f.line))
     result.suggestion = suggest(index, aud.pipeline, result.findings)

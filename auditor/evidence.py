@@ -24,6 +24,7 @@ class Level(NamedTuple):
 # that exercise the change, so it ranks below symbol and path rules, above declared and module.
 LEVELS: tuple[Level, ...] = (
     Level("coverage"),
+    Level("coverage", 2),  # a measured map's link to an older version of the function
     Level("parameter", 1),
     Level("parameter", 2),
     Level("symbol"),
@@ -34,7 +35,9 @@ LEVELS: tuple[Level, ...] = (
     Level("module"),
 )
 LEVEL_TITLES: dict[Level, str] = {
-    Level("coverage"): "executed the changed lines (coverage contexts)",
+    Level("coverage"): "executed the changed lines (coverage contexts) or the changed "
+                       "function (measured map)",
+    Level("coverage", 2): "executed an older version of the changed function (measured map)",
     Level("parameter", 1): "a parameter value and its name are on the changed lines",
     Level("parameter", 2): "a parameter value is on the changed lines and the test function "
                            "calls the changed code",
@@ -47,7 +50,8 @@ LEVEL_TITLES: dict[Level, str] = {
     Level("module"): "test module imports the changed module",
 }
 STRENGTH: dict[Level, str] = {
-    Level("coverage"): "strong", Level("parameter", 1): "strong",
+    Level("coverage"): "strong", Level("coverage", 2): "medium",
+    Level("parameter", 1): "strong",
     Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
     Level("removed-module"): "strong", Level("parameter", 3): "weak",
     Level("declared"): "medium", Level("module"): "weak",
@@ -61,7 +65,8 @@ STRENGTH: dict[Level, str] = {
 # the same diff and its module reaches the changed code, a statement of intent the import
 # graph checks.
 CAN_GUARD: dict[Level, bool] = {
-    Level("coverage"): True, Level("parameter", 1): True, Level("parameter", 2): True,
+    Level("coverage"): True, Level("coverage", 2): True, Level("parameter", 1): True,
+    Level("parameter", 2): True,
     Level("symbol"): True, Level("path-rule"): True, Level("removed-module"): True,
     Level("parameter", 3): False,
     Level("declared"): True, Level("module"): False,
@@ -107,7 +112,8 @@ def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
     return 2 if reaches_unit else 3
 
 
-_GUARDS_BY = {"coverage": "that ran the changed lines", "symbol": "that name the changed code",
+_GUARDS_BY = {"coverage": "that executed the changed code (measured)",
+              "symbol": "that name the changed code",
               "path-rule": "that a path rule names", "declared": "changed in this diff",
               "removed-module": "that import the removed module's old path",
               "module": "whose modules import the changed module"}

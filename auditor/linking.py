@@ -72,9 +72,11 @@ def start_head_inventory(change: Change) -> Callable[[], Any]:
 class Auditor(Candidates):
     def __init__(self, index: Any, change: Change, inventory: Any = None,
                  graph: ImportGraph | Callable[[], ImportGraph] | None = None,
-                 coverage: str | None = None, bot: BotCommand | None = None) -> None:
+                 coverage: str | None = None, bot: BotCommand | None = None,
+                 measured: Any = None) -> None:
         """``graph``: the import graph, one started by ``start_head_graph``, or None (built
-        here); ``inventory``: likewise, or one started by ``start_head_inventory``."""
+        here); ``inventory``: likewise, or one started by ``start_head_inventory``;
+        ``measured``: the test-to-code map (``auditor.measured.Measured``), or None."""
         self.change = change
         # The stages this PR's pipeline starts: its changed files and its /bot run command.
         self.pipeline = pr_stages(index.stages, index.triggers, change.paths, bot)
@@ -96,6 +98,7 @@ class Auditor(Candidates):
                                     self.inventory.file_key)
                       if index.key and self.inventory is not None else None)
         self.coverage = coverage
+        self.measured = measured
         self.common_tokens: set[str] = set()
         self._guards: dict[Evidence, Guard] = {}
         self._guard_cache: dict[str, tuple[str, str, Any, str]] = {}
@@ -124,6 +127,8 @@ class Auditor(Candidates):
 
     def _judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:
         specific = self.specific_links(b, changed_test_ids)
+        if self.measured is not None:  # the map's links added, the links it refutes dropped
+            specific = self.measured.apply(b, specific)
         if not specific:
             if b.module not in self._module_judgements:
                 self._module_judgements[b.module] = self._module_judgement(b.module)
@@ -133,7 +138,8 @@ class Auditor(Candidates):
 
     def judge_links(self, evidence: list[Evidence], counts: dict[str, int] | None = None
                     ) -> Judgement:
-        decision = decide(evidence, self.effective)
+        decision = (decide(evidence, self.effective) if self.measured is None
+                    else self.measured.decide(evidence, self.effective))
         by_tier: dict[str, list[Evidence]] = {}
         for e in evidence:
             by_tier.setdefault(e.tier, []).append(e)

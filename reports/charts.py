@@ -15,8 +15,8 @@ from auditor.promote import DEFAULT_BUDGET_MINUTES
 from auditor.promote import _unsplit as unsplit  # the budget's own stage groups
 from testdb.schedule import Schedule, StageSchedule
 
-__all__ = ["DEFAULT_BUDGET_MINUTES", "Rect", "file_chart", "guards_chart", "stacked",
-           "stage_groups", "value_baseline"]
+__all__ = ["DEFAULT_BUDGET_MINUTES", "Rect", "file_chart", "guards_chart", "reach_chart",
+           "stacked", "stage_groups", "value_baseline"]
 
 FILES_SHOWN = 25  # file rows drawn open; the rest sit in a folded <details>
 CHAR_W = 6.7  # px per character of the 11 px monospace labels
@@ -212,3 +212,40 @@ def guards_chart(behaviours: Sequence[dict[str, Any]], verdicts: Sequence[str],
     return {"rows": out, "label_w": label_w, "label_x": label_w - 6, "bar_w": bar_w,
             "width": label_w + bar_w + 110,
             "height": len(out) * row_h + 4}
+
+
+def reach_chart(rows: Iterable[Any], bar_w: float = 360.0, row_h: float = 16.0
+                ) -> dict[str, Any]:
+    """The measured map's reach per test file (``auditor.measured.Reach`` rows): a bar of the
+    project's functions the map knows, its share executed by the file's pre-merge tests, then
+    the share executed only by its other tests (post-merge, gated, QA); the rest unfilled.
+    The files that reach most first; FILES_SHOWN of them drawn, the rest counted."""
+    ordered = sorted(rows, key=lambda r: (-(r.pre_merge + r.post_merge_only), r.test_file))
+    shown = ordered[:FILES_SHOWN]
+    label_w = min(_MAX_LABEL, max((len(r.test_file) for r in shown), default=8)) * CHAR_W + 8
+    out = []
+    for i, r in enumerate(shown):
+        y = i * row_h + 2
+        per = bar_w / r.total if r.total else 0.0
+        segs = []
+        at = label_w
+        for n, cls, what in ((r.pre_merge, "f-pre-merge", "executed by its pre-merge tests"),
+                             (r.post_merge_only, "f-post-merge-only",
+                              "executed only by its tests that do not run pre-merge")):
+            if n:
+                pct = 100 * n / r.total
+                segs.append(Rect(round(at, 1), y, round(n * per, 1), row_h - 4, cls,
+                                 f"{r.test_file}: {n} of {r.total} functions ({pct:.1f} %) "
+                                 f"{what}", "", n))
+                at += n * per
+        pre_pct = 100 * r.pre_merge / r.total if r.total else 0.0
+        post_pct = 100 * r.post_merge_only / r.total if r.total else 0.0
+        out.append({"file": r.test_file, "label": _cut(r.test_file), "y": y,
+                    "ty": y + row_h / 2 + 2, "segments": segs, "tests": r.tests,
+                    "pre": r.pre_merge, "post": r.post_merge_only,
+                    "text": f"{pre_pct:.0f} % pre-merge, {post_pct:.0f} % post-merge only",
+                    "frame_x": label_w, "end": label_w + bar_w + 6})
+    return {"rows": out, "label_w": label_w, "label_x": label_w - 6, "bar_w": bar_w,
+            "width": label_w + bar_w + 230, "height": len(out) * row_h + 4,
+            "n_files": len(ordered), "n_more": max(0, len(ordered) - len(shown)),
+            "functions": ordered[0].total if ordered else 0}

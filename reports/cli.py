@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "launch": ("reports.cmd_launch", "launch", "Run flagged guards on GPUs, Slurm or the PR bot."),
     "promote": ("reports.cmd_promote", "promote", "Move post-merge test-db entries to pre-merge."),
     "demote": ("reports.cmd_promote", "demote", "Move pre-merge test-db entries to post-merge."),
+    "map": ("reports.cmd_map", "map_group", "The measured test-to-code map: add, merge, stats."),
     "replay": ("reports.cmd_replay", "replay",
                "Audit a history commit by commit; score it; plan promotions."),
 }

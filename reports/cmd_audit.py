@@ -101,7 +101,7 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     index = _with_cbts(index, change, opts.root, bot, cbts, [change.base or ""])
     with AuditProgress() as shown:
         data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot,
-                                    progress=shown))
+                                    progress=shown, measured_map=_measured_map(opts)))
     return _stamped(data, index, opts.root, "work tree")
 
 
@@ -124,6 +124,20 @@ def _with_cbts(index: Any, change: Any, repo: str, bot: BotCommand | None, mode:
                                                                    cbts_decision=decision))
 
 
+def _measured_map(opts: Any) -> str | None:
+    """The test-to-code map this audit reads: ``--map``, else the checkout's own if any."""
+    from auditor.measured import find_map
+
+    return find_map(opts.root, getattr(opts, "map_file", None))
+
+
+def _remember_map(ctx: click.Context, _param: Any, value: str | None) -> None:
+    # ``--map`` rides on the options object, so audit, comment and launch (which share
+    # audit_options) read it without a parameter of their own.
+    if value is not None and ctx.obj is not None:
+        ctx.obj.map_file = value
+
+
 def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules: str | None,
                    bot_command: str | None, bot: BotCommand | None, cbts: str = "note"
                    ) -> tuple[dict[str, Any], list[Any]]:
@@ -134,7 +148,9 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
 
     change = from_git(opts.root, base, head)
     sha = change.head or head  # from_git resolves --head to its commit
-    key = _memo_key(opts, change, coverage, rules, bot_command) if cbts != "run" else None
+    measured_map = _measured_map(opts)
+    key = (_memo_key(opts, change, coverage, rules, bot_command, measured_map)
+           if cbts != "run" else None)
     kept = audit_memo.get(key) if key is not None else None
     if kept is not None:
         return kept
@@ -162,7 +178,8 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
         with AuditProgress() as shown:
             data = audit_json(run_audit(index, change, graph=started.get("graph"),
                                         inventory=started.get("inventory"), coverage=coverage,
-                                        rules=in_tree_rules, bot=bot, progress=shown))
+                                        rules=in_tree_rules, bot=bot, progress=shown,
+                                        measured_map=measured_map))
     answer = _stamped(data, index, opts.root, sha)
     if key is not None:
         audit_memo.put(key, *answer)
@@ -170,7 +187,7 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
 
 
 def _memo_key(opts: Any, change: Any, coverage: str | None, rules: str | None,
-              bot_command: str | None) -> str | None:
+              bot_command: str | None, measured_map: str | None = None) -> str | None:
     """The key of this ``audit --head`` in ``reports.audit_memo`` (None: not memoized)."""
     if not opts.use_cache:
         return None
@@ -179,7 +196,12 @@ def _memo_key(opts: Any, change: Any, coverage: str | None, rules: str | None,
 
     given = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
                                 platform_facts=opts.platform_facts, rules=rules)
-    return memo_key(change, root=opts.root, options_key=given.key(), coverage=coverage,
+    key = given.key()
+    if measured_map is not None:  # the map's content is an input of the answer
+        from auditor.measured import map_token
+
+        key += "|map:" + map_token(measured_map)
+    return memo_key(change, root=opts.root, options_key=key, coverage=coverage,
                     bot_command=bot_command)
 
 
@@ -245,6 +267,10 @@ def audit_options(f: _F) -> _F:
         click.option("--coverage", type=click.Path(dir_okay=False),
                      help="coverage.py data file with per-test contexts; relative file "
                           "names (relative_files = True) are read against --root."),
+        click.option("--map", "map_file", type=click.Path(dir_okay=False), expose_value=False,
+                     callback=_remember_map, is_eager=False,
+                     help="Test-to-code map (testdb map): measured links decide first "
+                          "(default: the checkout's own map, when one exists)."),
         click.option("--rules", type=click.Path(dir_okay=False),
                      help="Path rules linking non-Python files to tests "
                           "(default: ci/audit-rules.yml under --root)."),

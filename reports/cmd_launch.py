@@ -78,13 +78,18 @@ class _Live:
 @click.option("--allow-not-runnable", is_flag=True,
               help="Exit 0 even when planned tests could not run here (too few GPUs, a "
                    "partition that cannot hold them).")
+@click.option("--coverage", is_flag=True,
+              help="Run each test under coverage.py (one context per test, a data file per "
+                   "job) and add what ran to the test-to-code map (testdb map).")
+@click.option("--map", "map_file", type=click.Path(dir_okay=False),
+              help="With --coverage: the map to add to (default: the checkout's own).")
 @format_option("text", "json")
 @click.pass_obj
 def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
            dry_run: bool, run_dir: str | None, include_pre_merge: bool,
            slurm_config: str | None, wait: bool, status_dir: str | None, stage_list: bool,
            post: bool, repo: str | None, pr: int | None, api_url: str,
-           allow_not_runnable: bool, fmt: str) -> int:
+           allow_not_runnable: bool, coverage: bool, map_file: str | None, fmt: str) -> int:
     """Run the guards that would not run before merge: on local GPUs, on Slurm, or by
     producing the PR bot command.
 
@@ -133,6 +138,8 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
     if backend == "bot":
         return _bot(opts.index(), rows, stage_list, post, repo, pr, api_url, fmt,
                     *_pipeline_of(opts, from_audit), skipped=skipped)
+    if coverage:
+        rows = _measured_rows(rows, rdir, opts.root)
     if dry_run:
         _dry_run(rows, rdir, config, fmt, skipped)
         return 0
@@ -150,7 +157,46 @@ def launch(opts: Any, pattern: str | None, from_audit: str | None, backend: str,
             results = LocalBackend().run([r.item for r in rows], rdir, progress=live)
     finally:
         live.close()
-    return _show(results, fmt, allow_not_runnable)
+    code = _show(results, fmt, allow_not_runnable)
+    if coverage:
+        _add_to_map(opts, results, rdir, map_file, backend == "slurm" and not wait)
+    return code
+
+
+def _measured_rows(rows: list[Any], rdir: Path, root: str) -> list[Any]:
+    """``--coverage``: each row's item run under the per-test context plugin."""
+    from dataclasses import replace
+
+    from auditor.launch.coverage import with_coverage
+
+    items = with_coverage([r.item for r in rows], rdir, root)
+    return [replace(r, item=i) for r, i in zip(rows, items, strict=True)]
+
+
+def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
+                submitted: bool) -> None:
+    """The data files of the tests that ran, added to the map (stderr: stdout is the run)."""
+    from auditor.covmap.ingest import ingest
+    from auditor.covmap.store import MapStore, default_path
+    from auditor.launch.coverage import data_file, measured_files
+
+    path = map_file or default_path(opts.root)
+    if submitted:
+        click.echo(f"note: the jobs are submitted; when they end, add their data: testdb map "
+                   f"add {data_file(rdir, '*')} --map {path}", err=True)
+        return
+    files, left = measured_files(results.results, rdir)
+    if left:
+        click.echo(f"note: {len(left)} test(s) not added to the map: they did not run to the "
+                   f"end ({', '.join(left[:3])}{', ...' if len(left) > 3 else ''})", err=True)
+    if not files:
+        click.echo("note: no coverage data to add to the map", err=True)
+        return
+    got, sha = ingest(files, opts.root, None, work_tree=True)
+    with MapStore.open_or_create(path) as store:
+        res = store.add(sha, None, got.tests, got.scanned)
+    click.echo(f"map {path}: {len(got.tests)} test(s) measured at {sha[:12]} "
+               f"({res.links:,} links)", err=True)
 
 
 def _drop_if_empty(rdir: Path, claimed: bool) -> None:

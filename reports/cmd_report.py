@@ -40,10 +40,14 @@ def _typed(decorator: Any) -> Callable[[F], F]:
               default=None,
               show_default=f"the --replay file's own, else {DEFAULT_BUDGET_MINUTES:g}",
               help="The pre-merge shard budget drawn on the shard charts (as `promote`).")
+@click.option("--map", "map_file", type=click.Path(dir_okay=False),
+              help="Test-to-code map (testdb map): draws its reach per test file (default: "
+                   "the checkout's own, when one exists).")
 @_typed(format_option("text", "json"))
 @click.pass_obj
 def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file: str | None,
-           replay_file: str | None, budget_minutes: float | None, fmt: str) -> int:
+           replay_file: str | None, budget_minutes: float | None, map_file: str | None,
+           fmt: str) -> int:
     """Write a self-contained HTML coverage report (works offline, no CDN, pictures drawn at
     build time): per test file and function, parametrizations by verdict; each stage group's
     shard minutes against the pre-merge budget; lint; audit findings first when given.
@@ -63,16 +67,19 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
     results = read_results(results_file) if results_file else None
     t0 = time.perf_counter()
     index = opts.index()
+    from auditor.measured import find_map
+
+    map_path = find_map(opts.root, map_file)
     if replay_file:
         from os.path import join
 
         from reports.replay_html import PAGE, read_replay
 
         info = generate(index, html_dir, audit, results, budget_minutes,
-                        replay=read_replay(replay_file))
+                        replay=read_replay(replay_file), map_path=map_path)
         info["history"] = join(html_dir, PAGE)
     else:
-        info = generate(index, html_dir, audit, results, budget_minutes)
+        info = generate(index, html_dir, audit, results, budget_minutes, map_path=map_path)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     rc = report_diagnostics(index.diagnostics, quiet_warnings=True)  # errors before the result
     if fmt == "json":

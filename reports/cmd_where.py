@@ -23,8 +23,11 @@ from testdb.errors import UsageError
 @click.command()
 @click.argument("pattern")
 @format_option("text", "json", "markdown")
+@click.option("--map", "map_file", is_flag=False, flag_value="", default=None,
+              metavar="[PATH]", help="Also list the functions each test executed, from the "
+                                     "test-to-code map (default: the checkout's own).")
 @click.pass_obj
-def where(opts: Any, pattern: str, fmt: str) -> int:
+def where(opts: Any, pattern: str, fmt: str, map_file: str | None) -> int:
     """Which stages run PATTERN, per parametrization, and does it run before merge?
 
     PATTERN is an exact node id, a node id without [params] (all its parametrizations),
@@ -88,14 +91,35 @@ def where(opts: Any, pattern: str, fmt: str) -> int:
     # Errors first (stderr), then the result, headed by a note when input was left out; a
     # broken .test_durations is a warning (reports.unread.as_reported): exit 0.
     rc = report_diagnostics(diagnostics, quiet_warnings=True)
+    measured = _measured(opts, map_file, records)
     if fmt == "json":
-        click.echo(dump_json(where_json(pattern, records, nearest, caveats)))
+        data = where_json(pattern, records, nearest, caveats)
+        if measured is not None:
+            data["measured"] = measured
+        click.echo(dump_json(data))
     elif fmt == "markdown":
         click.echo(where_markdown(pattern, records, nearest, caveats))
     else:
-        click.echo(with_note(input_note(diagnostics), where_text(
-            records, colour=use_colour(), nearest=nearest, caveats=caveats)))
+        text = where_text(records, colour=use_colour(), nearest=nearest, caveats=caveats)
+        if measured is not None:
+            from reports.render_where import measured_text
+
+            text += "\n\n" + measured_text(measured)
+        click.echo(with_note(input_note(diagnostics), text))
     return rc or (0 if records else 1)
+
+
+def _measured(opts: Any, map_file: str | None, records: list[dict[str, Any]]
+              ) -> dict[str, Any] | None:
+    """``--map``: what each matching test executed, by the map."""
+    if map_file is None:
+        return None
+    from auditor.covmap.store import default_path
+    from auditor.measured import executed_by, find_map
+
+    path = find_map(opts.root, map_file or default_path(opts.root))
+    assert path is not None  # find_map raises for a given path that is not there
+    return executed_by(path, [t["id"] for t in records])
 
 
 def _unit_tests_named(root: str, pattern: str) -> list[str]:

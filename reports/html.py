@@ -224,6 +224,32 @@ def shown_verdicts(checked: bool) -> list[str]:
     return [v for v in VERDICTS if checked or v != INVALID]
 
 
+def _map_reach(index: Index, map_path: str) -> dict[str, Any]:
+    from auditor.covmap.store import MapStore, age
+    from auditor.measured import reach
+
+    sched = index.schedule
+    units = sorted((t for t in sched.placements if t.startswith("unittest/") and "::" not in t),
+                   key=len, reverse=True)
+
+    def verdict_of(tid: str) -> str:
+        pl = sched.placements.get(tid)
+        if pl is None and tid.startswith("unittest/"):
+            # A unit test runs by the line that lists its file or folder (its -k/-m
+            # selection is not applied here: the picture is of files, not of ids).
+            f = tid.split("::", 1)[0]
+            line = next((u for u in units if f == u or f.startswith(u.rstrip("/") + "/")), None)
+            pl = sched.placements.get(line) if line else None
+        return verdict_for(list(pl)) if pl else "unscheduled"
+
+    rows = reach(map_path, verdict_of)
+    with MapStore.open(map_path) as s:
+        commits = s.commits()
+    return {"path": os.path.basename(map_path), "tests": sum(r.tests for r in rows),
+            "newest": f"{commits[0][0][:7]}, {age(commits[0][2])}" if commits else "-",
+            "chart": charts.reach_chart(rows)}
+
+
 def _class_rank(verdict: str) -> int:
     return VERDICTS.index(verdict) if verdict in VERDICTS else len(VERDICTS)
 
@@ -358,7 +384,7 @@ def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
              results: list[dict[str, Any]] | None = None,
              budget_minutes: float | None = None,
              replay: dict[str, Any] | None = None,
-             check_names: bool = True) -> dict[str, Any]:
+             check_names: bool = True, map_path: str | None = None) -> dict[str, Any]:
     """Build and write the report; returns a small summary for the CLI. ``replay``: a
     replay JSON (`testdb replay -o`), drawn as ``history.html``. ``check_names``: check the
     listed ids against the checkout's test sources (when it has any). ``budget_minutes``:
@@ -378,6 +404,8 @@ def generate(index: Index, out_dir: str, audit: dict[str, Any] | None = None,
         from reports.replay_html import replay_page
 
         view.page["replay"] = replay_page(replay)
+    # the measured map's reach (auditor.measured, docs/map.md)
+    view.page["map_reach"] = _map_reach(index, map_path) if map_path is not None else None
     files = write_report(out_dir, view)
     return {"schema": REPORT_SCHEMA, "dir": out_dir, "index": os.path.join(out_dir, "index.html"),
             "files": len(files), "test_ids": view.page["total"],

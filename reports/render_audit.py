@@ -87,11 +87,17 @@ def summary(a: Audit) -> dict[str, Any]:
     # testdb.pipeline caveats (gate rules unknown, CBTS may narrow): in the first line, so no
     # headline reads green on an assumption
     caveats = list((a.pipeline or {}).get("headline_caveats") or [])
-    sentence = with_warnings(verdict_sentence(n, unguarded),
-                             [warning_phrase(f) for f in a.warnings])
-    return {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
-            "warnings": len(a.warnings), "caveats": caveats,
-            "sentence": sentence + (f" ({'; '.join(caveats)})" if caveats else "")}
+    out: dict[str, Any] = {"behaviours": n, "unguarded": unguarded, "errors": len(a.errors),
+                           "warnings": len(a.warnings), "caveats": caveats}
+    sentence = verdict_sentence(n, unguarded)
+    if "map" in a.provenance:  # a measured map was read (auditor.measured)
+        from auditor.measured import summary_counts, summary_phrase
+
+        out["measured"], out["static_only"] = summary_counts(b.tier for b in a.behaviours)
+        sentence += summary_phrase(out["measured"], out["static_only"])
+    sentence = with_warnings(sentence, [warning_phrase(f) for f in a.warnings])
+    out["sentence"] = sentence + (f" ({'; '.join(caveats)})" if caveats else "")
+    return out
 
 
 def warning_phrase(f: Finding) -> str:

@@ -195,3 +195,21 @@ def where_markdown(pattern: str, tests: list[dict[str, Any]],
         out.append(f"| `{t['id']}` | {verdict} | {'<br>'.join(stages) or '-'} | "
                    f"{', '.join(lines)} |")
     return "\n".join(out)
+
+
+def measured_text(measured: dict[str, Any], width: int = 100) -> str:
+    """``where --map``: the functions each test executed, its top modules first."""
+    out = ["Measured (test-to-code map)"]
+    for tid, m in measured.items():
+        if m is None:
+            out.append(f"  {tid}: not in the map")
+            continue
+        out.append(f"  {tid}")
+        out.append(f"    executed {m['functions']} function(s), measured at {m['commit'][:7]}, "
+                   f"{m['age']}")
+        for mod in m["modules"]:
+            out += _wrap(f"      {mod['module']} ({len(mod['functions'])}): ",
+                         mod["functions"], width)
+        if m["more_modules"]:
+            out.append(f"      ... {m['more_modules']} more module(s)")
+    return "\n".join(out)

@@ -15,6 +15,10 @@ from functools import cached_property
 #   "pytest":     a plain alias of ``pytest.mark.parametrize`` (pytest makes the ids).
 ID_STYLES = ("name=value", "value", "pytest")
 
+# Bumped when the scanner's output for the same source changes (2: ``ids=`` callables
+# evaluated, pytest's per-version rules): part of every inventory cache key.
+SCAN_RULES = 2
+
 # ``parameterized.expand(name_func=...)`` styles:
 #   "join_all":  ``func_`` + safe(``_``.join(str(arg)), nested lists flattened) (TensorRT-LLM's
 #                ``unittest_name_func`` in tests/unittest/utils/util.py);
@@ -60,10 +64,15 @@ class StaticConfig:
                 raise ValueError(f"name_func {name!r}: style {style!r} not in {NAME_FUNC_STYLES}")
 
     def fingerprint(self) -> str:
-        """A short digest of every setting that changes the scan result (part of cache keys)."""
+        """A short digest of every setting that changes the scan result (part of cache keys):
+        also the scanner's rules version and the installed pytest's rules (``pytest_rules``),
+        so an inventory cached under other rules is rebuilt, never reused."""
+        from testdb.inventory import pytest_rules
+
         text = repr((self.python_files, self.python_classes, self.python_functions,
                      sorted(self.helper_styles), sorted(self.name_func_styles),
-                     self.plain_bases, self.resolve_constants))
+                     self.plain_bases, self.resolve_constants, SCAN_RULES,
+                     pytest_rules.installed().fingerprint()))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def is_test_function(self, name: str) -> bool:

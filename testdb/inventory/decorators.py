@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from testdb.inventory import pytest_rules
 from testdb.inventory.config import StaticConfig
+from testdb.inventory.idfn import IdFn
+from testdb.inventory.idfn import resolve as resolve_idfn
 from testdb.inventory.ids import (
     HIDDEN,
     NOTSET,
@@ -121,6 +125,8 @@ def _argnames(value: object) -> tuple[list[str], bool]:
 def parametrize_layer(call: ast.Call, scope: Scope, line: int,
                       ids_override: list[object] | None = None) -> Layer:
     """``pytest.mark.parametrize(argnames, argvalues, indirect, ids, ...)`` as pytest ids it."""
+    if len(call.args) > 2 and pytest_rules.installed().parametrize_keyword_only:
+        raise Unknowable  # pytest >= 9.2: indirect/ids by keyword only, else collection fails
     args = _call_args(call, ("argnames", "argvalues", "indirect", "ids"))
     if "argnames" not in args or "argvalues" not in args:
         raise Unknowable
@@ -130,15 +136,17 @@ def parametrize_layer(call: ast.Call, scope: Scope, line: int,
         raise Unknowable
     psets = _parameter_sets(argvalues, argnames, force_tuple)
     ids_list: list[object] | None = ids_override
-    idfn = False
     if ids_override is None and "ids" in args:
+        idfn = resolve_idfn(args["ids"], scope, line)
+        if idfn is not None:
+            # a callable of the value: pytest's own IdMaker calls our evaluation of it
+            resolved_by_pytest = pytest_ids(psets, argnames, idfn)
+            return Layer(tuple(resolved_by_pytest), tuple(ps.marks for ps in psets))
         ids_val = evaluate(args["ids"], scope, line)
-        if isinstance(ids_val, Named) and ids_val.name == "str" and ids_val.builtin_class:
-            idfn = True
-        elif isinstance(ids_val, list | tuple):
+        if isinstance(ids_val, list | tuple):
             ids_list = list(ids_val)
         elif ids_val is not None:
-            raise Unknowable  # a callable or a generator: only running it tells
+            raise Unknowable  # another callable, a generator: only running it tells
     if ids_list is not None and len(ids_list) not in (0, len(psets)):
         raise Unknowable  # pytest fails the collection
     resolved: list[object] = []
@@ -150,11 +158,75 @@ def parametrize_layer(call: ast.Call, scope: Scope, line: int,
         elif ids_list and idx < len(ids_list) and ids_list[idx] is not None:
             entry = ids_list[idx]
             resolved.append(HIDDEN if entry is HIDDEN else explicit_id(entry))
-        elif idfn:
-            resolved.append("-".join(ascii_escaped(py_str(v)) for v in ps.values))
         else:
             resolved.append(auto_id(ps.values, argnames, idx))
     return Layer(tuple(make_unique(resolved)), tuple(ps.marks for ps in psets))
+
+
+class _Static:
+    """A value pytest's IdMaker may look at that the scanner knows only as a sentinel: a def
+    or class (its ``__name__``), or a value known only at run time (any look raises)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __getattr__(self, name: str) -> object:
+        if name == "__name__" and isinstance(self.value, Named):
+            return self.value.name
+        raise Unknowable
+
+
+def pytest_ids(psets: list[PSet], argnames: list[str], idfn: IdFn) -> list[object]:
+    """The ids pytest's own IdMaker gives these parameter sets with ``ids=idfn`` (HIDDEN for
+    a hidden set); Unknowable where pytest would need what the scanner does not know.
+
+    Only layers with an ``ids`` callable come here: importing pytest's collection modules
+    costs about 0.1 s a process, which the scan of a tree without them does not pay (its ids
+    are pytest's rules as restated in ``testdb.inventory.ids``, checked against IdMaker).
+    """
+    import pytest
+    from _pytest.mark.structures import ParameterSet
+
+    hidden = getattr(pytest, "HIDDEN_PARAM", HIDDEN)
+
+    def real(v: object) -> object:
+        plain = v is None or isinstance(v, bool | int | float | complex | str | bytes | list
+                                        | tuple | dict)
+        return v if plain else _Static(v)
+
+    def call_idfn(v: object) -> object:
+        return idfn(v.value if isinstance(v, _Static) else v)
+
+    sets = []
+    for ps in psets:
+        if ps.id is OPAQUE:
+            raise Unknowable
+        pid = hidden if ps.id is HIDDEN else ps.id
+        values = tuple(real(v) for v in ps.values)
+        sets.append(ParameterSet(values, (), pid))  # type: ignore[arg-type]
+    maker = idmaker(argnames, sets, call_idfn, None, idfn.name)
+    try:
+        ids = maker.make_unique_parameterset_ids()
+    except ValueError as e:  # the callable raised (pytest: a collection error)
+        raise Unknowable from e
+    except pytest.fail.Exception as e:  # pytest fails the collection
+        raise Unknowable from e
+    return [HIDDEN if i is hidden else i for i in ids]
+
+
+def idmaker(argnames: Sequence[str], sets: Sequence[Any], idfn: Callable[[Any], object] | None,
+            ids: Sequence[object] | None, func_name: str | None = None) -> Any:
+    """pytest's IdMaker without a config or node (no ini options, no hook), built by field
+    name: its fields differ between versions (9.2 dropped ``func_name``)."""
+    from _pytest.python import IdMaker
+
+    given: dict[str, Any] = {
+        "argnames": argnames, "parametersets": sets, "idfn": idfn, "ids": ids, "config": None,
+        "nodeid": None, "func_name": func_name,
+    }
+    return IdMaker(**{f.name: given[f.name] for f in dataclasses.fields(IdMaker)})
 
 
 def _parameter_sets(argvalues: list[object] | tuple[object, ...], argnames: list[str],
@@ -176,8 +248,10 @@ def _parameter_sets(argvalues: list[object] | tuple[object, ...], argnames: list
             raise Unknowable
         psets.append(ps)
     if not psets:
-        # An empty argvalues list gives one skipped set with the id "NOTSET".
-        psets.append(PSet((NOTSET,) * len(argnames), "NOTSET", ("skip",)))
+        # An empty argvalues list gives one skipped set with the id "NOTSET" (pytest 8.3: the
+        # default id, argname + index).
+        empty_id = "NOTSET" if pytest_rules.installed().empty_set_id_notset else None
+        psets.append(PSet((NOTSET,) * len(argnames), empty_id, ("skip",)))
     return psets
 
 

@@ -7,6 +7,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from testdb.inventory import pytest_rules
+
 
 class _Sentinel:
     __slots__ = ("_name",)
@@ -84,10 +86,21 @@ def value_id(val: object) -> str | None:
     return None
 
 
+# pytest >= 9.2 (``IdMaker._apply_long_str_strategy``, the ini option
+# ``parametrize_long_str_id_strategy`` at its default "short"): a str or bytes value longer than
+# this gives no auto id of its own (argname + index instead). The option is not read: a
+# project setting it differently gets the default's ids here.
+LONG_STR = 100
+
+
 def auto_id(values: Sequence[object], argnames: Sequence[str], idx: int) -> str:
     """IdMaker._idval joined with ``-``: per value its own id, else ``argname`` + index."""
+    long_str_falls_back = pytest_rules.installed().long_str_falls_back
     parts = []
     for val, argname in zip(values, argnames, strict=True):
+        if long_str_falls_back and isinstance(val, str | bytes) and len(val) > LONG_STR:
+            parts.append(f"{argname}{idx}")
+            continue
         vid = value_id(val)
         parts.append(vid if vid is not None else f"{argname}{idx}")
     return "-".join(parts)

@@ -168,13 +168,17 @@ def _candidates(inv: Inventory, specs: list[str]) -> Iterable[InventoryItem]:
 def _compile(expr: str | None, option: str, loc: SourceLoc | None) -> Expression | None:
     if expr is None or not expr.strip():
         return None
-    from _pytest.mark.expression import Expression
+    from _pytest.mark import expression
 
+    # pytest 8.x raises its own ParseError (column, message); 9.0 and later a SyntaxError
+    parse_error: type[Exception] = getattr(expression, "ParseError", SyntaxError)
     try:
-        return Expression.compile(expr)
-    except SyntaxError as e:
+        return expression.Expression.compile(expr)
+    except (SyntaxError, parse_error) as e:
+        column = getattr(e, "offset", None) or getattr(e, "column", None)
+        message = getattr(e, "msg", None) or getattr(e, "message", str(e))
         raise InputError(f"wrong expression passed to '{option}': {expr!r}: at column "
-                         f"{e.offset}: {e.msg}", loc,
+                         f"{column}: {message}", loc,
                          hint="pytest would stop with a usage error on this line") from None
 
 

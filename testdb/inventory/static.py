@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from testdb.inventory import pytest_rules
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.decorators import Effect, Layer
 from testdb.inventory.groups import Group, Variant, expand
@@ -320,10 +321,11 @@ class _ModuleScan:
         outer_marks = [m for e in chain for m in e.marks] + self.module_effects.marks
         if not unittest:
             layers += self.module_effects.layers
-        if own.has_marks:
-            extra += ("pytestmark",)
-        if wrapped:
-            extra += ("__wrapped__",)  # functools.wraps leaves it in the function's __dict__
+        if not pytest_rules.installed().keywords_skip_private_attrs:  # -k ignores them >= 9.2
+            if own.has_marks:
+                extra += ("pytestmark",)
+            if wrapped:
+                extra += ("__wrapped__",)  # functools.wraps leaves it in the function's __dict__
         for fname in names:
             if expand_seen and not (fname.startswith("test") if unittest
                                     else self.config.is_test_function(fname)):

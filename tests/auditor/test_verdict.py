@@ -14,7 +14,8 @@ from auditor.verdict import Decision, combine, decide, thin_guard, verdict_for
 # Every evidence level, most specific first, with its strength and whether its links can make
 # a verdict pre-merge: the rule as a table.
 TABLE = [
-    ("coverage", 1, "strong", True),    # executed the changed lines
+    ("coverage", 1, "strong", True),    # executed the changed lines (or function: the map)
+    ("coverage", 2, "medium", True),    # the map: executed an older version of the function
     ("parameter", 1, "strong", True),   # value and parameter name on the changed lines
     ("parameter", 2, "medium", True),   # value only; the test function calls the changed code
     ("symbol", 1, "strong", True),      # the test function names the changed code

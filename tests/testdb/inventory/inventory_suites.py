@@ -114,6 +114,15 @@ def test_empty(v):
     pass
 
 
+@pytest.mark.parametrize(argnames="v", argvalues=[1, 2])
+def test_keywords(v):
+    pass
+''',
+    # pytest.HIDDEN_PARAM exists from pytest 8.4: conftest leaves this module out before
+    "test_hidden.py": '''
+import pytest
+
+
 @pytest.mark.parametrize("v", [pytest.param(1, id=pytest.HIDDEN_PARAM)])
 @pytest.mark.parametrize("w", [1, 2])
 def test_hidden(v, w):
@@ -122,11 +131,6 @@ def test_hidden(v, w):
 
 @pytest.mark.parametrize("v", [pytest.param(1, id=pytest.HIDDEN_PARAM)])
 def test_hidden_only(v):
-    pass
-
-
-@pytest.mark.parametrize(argnames="v", argvalues=[1, 2])
-def test_keywords(v):
     pass
 ''',
     "accuracy/__init__.py": "",

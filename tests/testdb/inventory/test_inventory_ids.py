@@ -7,12 +7,11 @@ import ast
 import pytest
 from _pytest.compat import ascii_escaped as pytest_ascii_escaped
 from _pytest.mark.structures import ParameterSet
-from _pytest.python import IdMaker
 from hypothesis import given
 from hypothesis import strategies as st
 
 from testdb.inventory.config import StaticConfig
-from testdb.inventory.decorators import Layer, classify
+from testdb.inventory.decorators import Layer, classify, idmaker
 from testdb.inventory.ids import (
     OPAQUE,
     Named,
@@ -29,7 +28,7 @@ from testdb.inventory.values import module_scope
 def pytest_ids(values: list[object], ids: list[object] | None = None,
                argnames: tuple[str, ...] = ("v",)) -> list[str]:
     sets = [ParameterSet((v,), (), None) for v in values]
-    maker = IdMaker(argnames, sets, None, ids, None, None, None)
+    maker = idmaker(argnames, sets, None, ids)
     return [str(i) for i in maker.make_unique_parameterset_ids()]
 
 

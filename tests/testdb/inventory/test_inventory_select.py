@@ -9,7 +9,7 @@ import pytest
 
 from testdb.errors import InputError, SourceLoc
 from testdb.grammar import Entry, parse_line
-from testdb.inventory import Inventory, build_static
+from testdb.inventory import Inventory, build_static, pytest_rules
 from testdb.inventory.collect import collect
 from testdb.inventory.select import parse_selection, select_unittest
 
@@ -58,7 +58,10 @@ def test_selection_matches_pytest(line: str, unit_dir: Path, unit_static: Invent
     # what CI's inner pytest (cwd tests/, rootdir tests/unittest) selects for this line
     theirs = {i.nodeid for i in collect(str(unit_dir), shlex.split(e.test), prefix="unittest/")}
     assert ours == theirs
-    assert ours or line.endswith('"part0"')  # each line selects something (but one)
+    # each line selects something (but one; and pytest >= 9.2 no longer matches -k on the
+    # function attribute "pytestmark")
+    assert ours or line.endswith('"part0"') or (
+        line.endswith('"pytestmark"') and pytest_rules.installed().keywords_skip_private_attrs)
 
 
 def test_ci_markexpr_is_combined(unit_dir: Path, unit_static: Inventory) -> None:
