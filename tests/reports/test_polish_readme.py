@@ -54,3 +54,16 @@ def test_the_bot_command_the_readme_suggests_leaves_no_warning(
                   "examples/flashinfer-reuse/pr.diff", "--bot-command", cmd.group(1))
     assert res.code == 0
     assert res.out.splitlines()[0] == "The behaviour change is guarded pre-merge"
+
+
+@pytest.mark.parametrize("minutes, words", [
+    (0.0, "<0.1 min"),  # a few seconds: not "~0 min" beside a total that counts it
+    (0.04, "<0.1 min"),
+    (0.1, "~0.1 min"),
+    (23.4, "~23.4 min"),
+    (None, "duration unknown"),
+])
+def test_a_shards_minutes_in_words(minutes: float | None, words: str) -> None:
+    from reports.render_audit import shard_text
+
+    assert shard_text({"stage": "S", "minutes": minutes, "gpus": 2}) == f"S (2 GPUs x {words})"
