@@ -320,7 +320,8 @@ def test_cli_post_creates_then_updates_one_comment(run_cli: RunCli,
      "1 multi-GPU stage started"),  # a bot command started one: not "not started"
     ({"multi_gpu": False}, {"DGX_H100-PyTorch-1": "base"}, "multi-GPU stages not started"),
 ])
-def test_the_header_tells_whether_multi_gpu_stages_start(gates: dict, started: dict,
+def test_the_header_tells_whether_multi_gpu_stages_start(gates: dict[str, Any],
+                                                         started: dict[str, Any],
                                                          words: str) -> None:
     from reports.comment import _multi_gpu_words
 

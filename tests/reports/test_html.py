@@ -233,7 +233,7 @@ def test_file_chart_counts_every_listed_id_once() -> None:
 
 
 def test_guards_chart_keeps_a_verdict_word_it_does_not_know() -> None:
-    rows = [{"function": "f", "verdict": "gated", "guards": [
+    rows: list[dict[str, Any]] = [{"function": "f", "verdict": "gated", "guards": [
         {"verdict": "gated"}, {"verdict": "gated"}, {"verdict": "from-the-future"}]},
         {"function": "g", "verdict": "unguarded", "guards": []}]
     chart = charts.guards_chart(rows, VERDICTS)
