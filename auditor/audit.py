@@ -10,7 +10,7 @@ from typing import Any
 import testdb
 from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units, module_name
 from auditor.diff import Change, FileChange, is_test_path
-from auditor.evidence import CAN_GUARD, Evidence, Level, level_phrase, weak_why
+from auditor.evidence import CAN_GUARD, Evidence, Level, cannot_guard_why, level_phrase, weak_why
 from auditor.linking import (
     MAX_FINDING_GUARDS,
     MAX_TOKEN_PARAMS,
@@ -317,8 +317,7 @@ def _judge(aud: Auditor, b: Behaviour, changed_ids: dict[str, str], result: Audi
                    f"(e.g. {weaker[0]})" if weaker else "")
         can_guard = CAN_GUARD[d.level]
         cannot = ("" if can_guard else "; they could not guard even where they ran pre-merge ("
-                  + ("they only import its module" if d.level.tier == "module"
-                     else "they only share a value") + "), so no stage is suggested")
+                  + cannot_guard_why(d.level) + "), so no stage is suggested")
         result.findings.append(Finding(
             "error", "no-pre-merge-guard", b.path, b.line,
             f"{where} has no pre-merge guard: its {level_phrase(d.level, len(d.deciding))} "

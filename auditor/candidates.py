@@ -6,9 +6,12 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from typing import Any
 
+from auditor.behaviour import Behaviour
 from auditor.graph import ImportGraph
+from auditor.resolve import Link, Node, ReachOfTest, Resolver, link_of, reach_of, target_unit
 from testdb.index import Index
 from testdb.inventory.build import DEFAULT_DIRS
 from testdb.inventory.model import params_with_value, value_counts
@@ -44,7 +47,6 @@ class Candidates:
         self._by_base: dict[str, list[str]] | None = None
         self._items_memo: dict[tuple[str, str], list[str]] = {}
         self._importers: dict[str, tuple[dict[str, int], dict[str | None, int]]] = {}
-        self._module_names: dict[str, frozenset[str]] = {}
         self._known: dict[str, bool] = {}
         self._params_by_module: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
         self._param_index: dict[str, list[tuple[str, str | None]]] = {}
@@ -56,6 +58,14 @@ class Candidates:
         # import the module: not linked (param_candidates)
         self.unreached: dict[tuple[str, str], int] = {}
         self._file_ids: dict[str, str | None] = {}
+        self._resolver: Resolver | None = None
+        self._targets: dict[tuple[str, str], str | None] = {}
+        self._reach: dict[tuple[str, str], ReachOfTest] = {}
+        self._indexed: set[str] = set()
+        self._by_unit: dict[str, set[str]] = {}  # unit -> test modules a test of which reaches it
+        self._by_name: dict[str, set[str]] = {}  # ... calls it unresolved
+        self._by_class: dict[str, set[str]] = {}  # ... names the class
+        self._test_side_memo: dict[str, bool] = {}
 
     # ---- ids ---------------------------------------------------------------------------------
     def all_ids(self) -> set[str]:
@@ -181,13 +191,73 @@ class Candidates:
                 self.unreached[key] = unreached
         return self._params_by_module[key]
 
-    def names_in(self, module: str) -> frozenset[str]:
-        """Every name the module's functions use (a quick filter for the symbol tier)."""
-        if module not in self._module_names:
-            info = self.graph.modules[module]
-            self._module_names[module] = frozenset().union(
-                *(names for _, _, names in info.functions.values()))
-        return self._module_names[module]
+    # ---- resolved names (the symbol tier) ------------------------------------------------------
+    @property
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            self._resolver = Resolver(self.graph.modules, self.graph.definers())
+        return self._resolver
+
+    def test_functions(self, module: str) -> list[str]:
+        """The test functions and methods of a test module (``test*``), as units."""
+        info = self.graph.modules[module]
+        return [q for q in info.code
+                if q.rsplit(".", 1)[-1].startswith("test") and q not in info.bases]
+
+    def target_unit(self, b: Behaviour) -> str | None:
+        key = (b.module, b.qualname)
+        if key not in self._targets:
+            self._targets[key] = (None if b.qualname == "<module>" else
+                                  target_unit(self.graph.modules, b.module, b.qualname))
+        return self._targets[key]
+
+    def test_reach(self, module: str, qualname: str) -> ReachOfTest:
+        """What one test function reaches (memoized: every changed unit asks the same)."""
+        key = (module, qualname)
+        got = self._reach.get(key)
+        if got is None:
+            cls = qualname.rpartition(".")[0]
+            own = f"{module}:{cls}" if cls in self.graph.modules[module].bases else ""
+            got = self._reach[key] = reach_of(self.resolver, Node(module, qualname, own),
+                                                self._test_side)
+        return got
+
+    def link_of(self, module: str, qualname: str, target: str) -> Link | None:
+        return link_of(self.test_reach(module, qualname), target, self.resolver)
+
+    def linkable(self, modules: Iterable[str], target: str) -> set[str]:
+        """The test modules of ``modules`` some test of which can link ``target`` (a quick
+        filter, as the tier's spelling filter was: most reach none of the changed units).
+        Each module's tests are resolved once, into an index of what any of them reaches,
+        calls unresolved or names (a class); the filter is then a look-up per changed unit."""
+        for m in modules:
+            if m not in self._indexed:
+                self._index(m)
+        leaf = target.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+        found = self._by_unit.get(target, set()) | self._by_name.get(leaf, set())
+        for cls, mods in self._by_class.items():
+            if self.resolver.method(cls, leaf) == target:
+                found |= mods
+        return found
+
+    def _index(self, module: str) -> None:
+        self._indexed.add(module)
+        for q in self.test_functions(module):
+            r = self.test_reach(module, q)
+            for u in r.units:
+                self._by_unit.setdefault(u, set()).add(module)
+            for name in r.unresolved:
+                self._by_name.setdefault(name, set()).add(module)
+            for cls in r.classes:
+                self._by_class.setdefault(cls, set()).add(module)
+
+    def _test_side(self, module: str) -> bool:
+        """Whether a module is test-side code (under a test root: tests, conftest, helpers)."""
+        got = self._test_side_memo.get(module)
+        if got is None:
+            info = self.graph.modules.get(module)
+            got = self._test_side_memo[module] = bool(info and test_file_id(info.path))
+        return got
 
     def source_known(self, file_id: str) -> bool:
         if file_id not in self._known:

@@ -15,13 +15,21 @@ class Level(NamedTuple):
     rank: int = 1
 
     def label(self) -> str:
-        return self.tier if self.tier != "parameter" else f"parameter/{self.rank}"
+        if self.tier == "parameter" or self.rank != 1:
+            return f"{self.tier}/{self.rank}"
+        return self.tier
 
 
 # Every level, most specific first: the verdict comes from the first one that has links.
 # A parameter value alone (rank 3) says less than a test that calls the changed code by name
 # (symbol): a pre-merge test that merely carries the same value must not outrank the tests
 # that exercise the change, so it ranks below symbol and path rules, above declared and module.
+# ``symbol/2``: the test calls a method of the changed unit's name on a receiver that resolves
+# to nothing, a name several units define (``llm.generate()`` of an unannotated fixture), or
+# names the changed method's class without a call that reaches the method: the name is
+# there, the path to the changed code is not shown. Weak, as a shared value is (it never
+# guards); ranked above ``parameter/3`` (a name the test calls says more than a value it
+# carries) and below every level that can show the test exercising the change.
 LEVELS: tuple[Level, ...] = (
     Level("coverage"),
     Level("coverage", 2),  # a measured map's link to an older version of the function
@@ -30,6 +38,7 @@ LEVELS: tuple[Level, ...] = (
     Level("symbol"),
     Level("path-rule"),
     Level("removed-module"),
+    Level("symbol", 2),
     Level("parameter", 3),
     Level("declared"),
     Level("module"),
@@ -41,10 +50,13 @@ LEVEL_TITLES: dict[Level, str] = {
     Level("parameter", 1): "a parameter value and its name are on the changed lines",
     Level("parameter", 2): "a parameter value is on the changed lines and the test function "
                            "calls the changed code",
-    Level("symbol"): "the test function (or a helper it calls) names the changed code",
+    Level("symbol"): "the test function (or a helper or fixture it uses) calls the changed "
+                     "code, by names resolved through its imports and receivers",
     Level("path-rule"): "a path rule links the changed file to it",
     Level("removed-module"): "its module imports the removed module's old path unconditionally "
                              "(directly, or through modules that do): it fails at collection",
+    Level("symbol", 2): "only an unresolved call of a name that several units define, or "
+                        "the changed method's class named without a call that reaches it",
     Level("parameter", 3): "only a parameter value is on the changed lines",
     Level("declared"): "test changed in this diff that reaches the changed code",
     Level("module"): "test module imports the changed module",
@@ -53,8 +65,8 @@ STRENGTH: dict[Level, str] = {
     Level("coverage"): "strong", Level("coverage", 2): "medium",
     Level("parameter", 1): "strong",
     Level("parameter", 2): "medium", Level("symbol"): "strong", Level("path-rule"): "strong",
-    Level("removed-module"): "strong", Level("parameter", 3): "weak",
-    Level("declared"): "medium", Level("module"): "weak",
+    Level("removed-module"): "strong", Level("symbol", 2): "weak",
+    Level("parameter", 3): "weak", Level("declared"): "medium", Level("module"): "weak",
 }
 # Whether a level's links can guard: make a verdict pre-merge. A test that only imports the
 # changed module, or only carries a value that is on the changed lines (its parameter's name
@@ -68,6 +80,7 @@ CAN_GUARD: dict[Level, bool] = {
     Level("coverage"): True, Level("coverage", 2): True, Level("parameter", 1): True,
     Level("parameter", 2): True,
     Level("symbol"): True, Level("path-rule"): True, Level("removed-module"): True,
+    Level("symbol", 2): False,
     Level("parameter", 3): False,
     Level("declared"): True, Level("module"): False,
 }
@@ -112,8 +125,8 @@ def parameter_rank(name_on_lines: bool, reaches_unit: bool) -> int:
     return 2 if reaches_unit else 3
 
 
-_GUARDS_BY = {"coverage": "that executed the changed code (measured)",
-              "symbol": "that name the changed code",
+_GUARDS_BY = {"coverage": "that executed the changed code (coverage contexts, measured map)",
+              "symbol": "that call the changed code",
               "path-rule": "that a path rule names", "declared": "changed in this diff",
               "removed-module": "that import the removed module's old path",
               "module": "whose modules import the changed module"}
@@ -122,6 +135,8 @@ _GUARDS_BY = {"coverage": "that executed the changed code (measured)",
 def level_phrase(level: Level, n: int) -> str:
     """``3 guard(s) by a parameter value (value only)``: a level's guards in a finding's
     words (the tier and rank codes are for the JSON)."""
+    if level == Level("symbol", 2):
+        return f"{n} guard(s) that only call its name on an unresolved receiver or name its class"
     if level.tier != "parameter":
         return f"{n} guard(s) {_GUARDS_BY.get(level.tier, level.tier)}"
     return f"{n} guard(s) by a parameter value ({_PARAMETER_RANKS[level.rank]})"
@@ -133,6 +148,11 @@ def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) ->
     220 ...)``."""
     pre = set(weak)
     links = list(deciding)
+    if level.tier == "symbol":
+        reasons = sorted({e.reason for e in links if e.test_id in pre})
+        return ("what they name does not resolve to it: " + "; ".join(reasons[:2])
+                + (f" (and {len(reasons) - 2} more)" if len(reasons) > 2 else "")
+                + f" ({len(pre):,} of {len(links):,} linked parametrizations run pre-merge)")
     if level.tier != "parameter":
         return (f"they import its module ({len(pre):,} of {len(links):,} linked "
                 "parametrizations run pre-merge)")
@@ -142,6 +162,15 @@ def weak_why(level: Level, deciding: Iterable[Evidence], weak: Iterable[str]) ->
             for v in sorted(ran, key=lambda v: (-ran[v], v))]
     return ("they share the value " + " or ".join(vals) + "; their parameter's name is not "
             "on the changed lines and their test functions do not call it")
+
+
+def cannot_guard_why(level: Level) -> str:
+    """Why a weak level's links could not guard even where they run, in a few words."""
+    if level.tier == "module":
+        return "they only import its module"
+    if level.tier == "symbol":
+        return "they only call its name on an unresolved receiver, or name its class"
+    return "they only share a value"
 
 
 def parameter_reason(pname: str | None, value: str, rank: int) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from auditor.behaviour import module_name
+from auditor.resolve import UnitCode, definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
 from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
@@ -37,9 +38,17 @@ class ModuleInfo:
     path: str
     module: str
     imports: set[str] = field(default_factory=set)
-    # function qualname -> (first line, last line, names referenced inside)
-    functions: dict[str, tuple[int, int, frozenset[str]]] = field(default_factory=dict)
+    # function or class qualname -> (first line, last line); what each uses is in ``code``
+    functions: dict[str, tuple[int, int]] = field(default_factory=dict)
     imported_names: set[str] = field(default_factory=set)
+    # The resolver's facts (auditor.resolve.scan_code): top-level import bindings and
+    # aliases, star imports, each unit's chains/locals/returns/parameters, classes' bases
+    # as written, fixtures.
+    bindings: dict[str, str] = field(default_factory=dict)
+    stars: list[str] = field(default_factory=list)
+    code: dict[str, UnitCode] = field(default_factory=dict)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fixtures: set[str] = field(default_factory=set)
 
 
 def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None) -> str:
@@ -74,32 +83,15 @@ def scan_module(path: str, text: str) -> ModuleInfo:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 q = f"{prefix}{child.name}"
-                names = frozenset(
-                    n.id if isinstance(n, ast.Name) else n.attr
-                    for n in ast.walk(child) if isinstance(n, (ast.Name, ast.Attribute)))
-                info.functions[q] = (child.lineno, child.end_lineno or child.lineno, names)
+                info.functions[q] = (child.lineno, child.end_lineno or child.lineno)
                 visit(child, q + ".")
 
     visit(tree, "")
-    _close_over_helpers(info)
+    facts = scan_code(tree, mod, {k: _resolve_relative(mod, is_pkg, k, None)
+                                  for k in range(1, 5)})
+    info.bindings, info.stars, info.code = facts.bindings, facts.stars, facts.code
+    info.bases, info.fixtures = facts.bases, facts.fixtures
     return info
-
-
-def _close_over_helpers(info: ModuleInfo, depth: int = 3) -> None:
-    """A test that calls a module-level helper uses what the helper uses (a few levels deep):
-    ``test_x`` -> ``_worker`` -> ``allreduce_sum`` links ``test_x`` to ``allreduce_sum``."""
-    top = {q: names for q, (_, _, names) in info.functions.items() if "." not in q}
-    for q, (start, end, names) in list(info.functions.items()):
-        seen = set(names)
-        frontier = {n for n in names if n in top and n != q}
-        for _ in range(depth):
-            nxt: set[str] = set()
-            for helper in frontier:
-                new = top[helper] - seen
-                seen |= new
-                nxt |= {n for n in new if n in top}
-            frontier = nxt
-        info.functions[q] = (start, end, frozenset(seen))
 
 
 @dataclass
@@ -108,6 +100,15 @@ class ImportGraph:
     modules: Mapping[str, ModuleInfo]  # by module name
     by_path: Mapping[str, ModuleInfo]
     imported_by: dict[str, list[str]] = field(default_factory=dict)  # the plain form's edges
+    # Each function/method name: its one defining unit, or how many classes and modules
+    # define it (auditor.resolve.definers); in the plain form, marshalled until asked for.
+    defined: dict[str, str | int] | bytes = field(default_factory=dict)
+
+    def definers(self) -> dict[str, str | int]:
+        if isinstance(self.defined, bytes):
+            self.defined = marshal.loads(self.defined)
+        assert isinstance(self.defined, dict)
+        return self.defined
 
     def importers(self, module: str) -> dict[str, int]:
         """Modules that import ``module`` directly (1) or transitively (n), with the distance."""
@@ -267,7 +268,7 @@ def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:
             if target and target != info.module:
                 g.add_edge(info.module, target)
     return ImportGraph(g, modules, {i.path: i for i in scanned.values()},
-                       {n: list(g.predecessors(n)) for n in g})
+                       {n: list(g.predecessors(n)) for n in g}, definers(scanned.values()))
 
 
 def _same(text: str, data: bytes) -> bool:
@@ -286,7 +287,7 @@ class _GraphCache:
     """One pickle per checkout root: ``{path: (content digest, ModuleInfo)}``, written
     atomically; a damaged or foreign file is simply a miss."""
 
-    VERSION = 1
+    VERSION = 2  # 2: ModuleInfo carries the resolver's facts, functions only their lines
 
     def __init__(self, root: str) -> None:
         key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:24]
@@ -322,7 +323,7 @@ class _GraphCache:
 
 # ---- the plain form and the tree's stamp ---------------------------------------------------
 
-PLAIN_VERSION = 1
+PLAIN_VERSION = 3  # 2: the resolver's facts, the names' definers; 3: the facts apart
 
 
 def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
@@ -389,11 +390,13 @@ def _write_plain(path: str, graph: ImportGraph) -> None:
     """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
     looks at, not the thousands of the checkout."""
     infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names))
+    rows = {k: (marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names)),
+                marshal.dumps(tuple(getattr(i, f) for f in _FACTS)))
             for k, i in infos.items()}
     write_cache(path, marshal.dumps((
         PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
-        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by)), keep=4)
+        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by,
+        marshal.dumps(graph.definers()))), keep=4)
 
 
 def _read_plain(path: str) -> ImportGraph | None:
@@ -401,26 +404,49 @@ def _read_plain(path: str) -> ImportGraph | None:
     if payload is None:
         return None
     try:
-        version, rows, modules, by_path, imported_by = marshal.loads(payload)
+        version, rows, modules, by_path, imported_by, defined = marshal.loads(payload)
         if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
         infos = _Infos(rows)
-        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by)
+        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by,
+                           defined)
     except (ValueError, EOFError, TypeError, KeyError):
         return None
+
+
+_FACTS = ("bindings", "stars", "code", "bases", "fixtures")  # the resolver's, kept apart
+
+
+class _LazyInfo(ModuleInfo):
+    """A plain form's module info whose resolver facts are decoded when first read: most
+    modules an audit looks at are asked only their path and imports."""
+
+    _facts: bytes
+
+    def __getattr__(self, name: str) -> object:
+        if name not in _FACTS:
+            raise AttributeError(name)
+        for f, v in zip(_FACTS, marshal.loads(self.__dict__.pop("_facts")), strict=True):
+            setattr(self, f, v)
+        return getattr(self, name)
 
 
 class _Infos:
     """The plain form's module infos, each decoded when first asked for."""
 
-    def __init__(self, rows: dict[int, bytes]) -> None:
+    def __init__(self, rows: dict[int, tuple[bytes, bytes]]) -> None:
         self.rows = rows
         self.done: dict[int, ModuleInfo] = {}
 
     def __getitem__(self, k: int) -> ModuleInfo:
         got = self.done.get(k)
         if got is None:
-            got = self.done[k] = ModuleInfo(*marshal.loads(self.rows[k]))
+            base, facts = self.rows[k]
+            info = object.__new__(_LazyInfo)
+            (info.path, info.module, info.imports, info.functions,
+             info.imported_names) = marshal.loads(base)
+            info._facts = facts
+            got = self.done[k] = info
         return got
 
 

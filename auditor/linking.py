@@ -245,7 +245,7 @@ class Auditor(Candidates):
     def specific_links(self, b: Behaviour, changed_test_ids: dict[str, str]) -> list[Evidence]:
         """Every link more specific than the module tier."""
         symbol = self.symbol_links(b)
-        reached = {e.test_id for e in symbol}
+        reached = {e.test_id for e in symbol if e.can_guard}
         return [*self.coverage_links(b), *self.parameter_links(b, reached), *symbol,
                 *self.declared_links(b, changed_test_ids)]
 
@@ -260,7 +260,7 @@ class Auditor(Candidates):
 
     def parameter_links(self, b: Behaviour, reached: set[str]) -> list[Evidence]:
         """Parametrizations one of whose values is a changed token, ranked by
-        ``parameter_rank``; ``reached``: the tests whose function names the changed code."""
+        ``parameter_rank``; ``reached``: the tests that reach the changed unit (symbol)."""
         names_on_lines = set(b.tokens)
         reach = self.test_importers(b.module)[1]  # the import distance, where the source is
         out: list[Evidence] = []
@@ -277,21 +277,26 @@ class Auditor(Candidates):
         return out
 
     def symbol_links(self, b: Behaviour) -> list[Evidence]:
-        """Test functions (or module-level helpers they call) naming the changed function or
-        class, in test modules that import the changed module."""
-        symbols = {b.name, b.qualname.split(".", 1)[0]} - {"<module>"}
+        """Test functions whose names resolve to the changed unit (``auditor.resolve``):
+        through their imports and receivers, fixtures and helpers, and the project's call
+        graph (``symbol``); or that only call its name on a receiver resolving to nothing,
+        or name its class (``symbol/2``, weak). In test modules that import the changed
+        module."""
+        target = self.target_unit(b)
+        if target is None:
+            return []
         out: list[Evidence] = []
-        for mod, dist in self.test_importers(b.module)[0].items():
-            if not symbols & self.names_in(mod):
+        importers = self.test_importers(b.module)[0]
+        linkable = self.linkable(importers, target)
+        for mod, dist in importers.items():
+            if mod not in linkable:
                 continue
             fid = self.module_file_id(mod) or ""
-            for q, (_, _, names) in self.graph.modules[mod].functions.items():
-                leaf = q.rsplit(".", 1)[-1]
-                if not leaf.startswith("test") or not (symbols & names):
-                    continue
-                used = ", ".join(sorted(symbols & names))
-                out += [Evidence(tid, "symbol", 1, f"uses {used}", dist)
-                        for tid in self.items_of(fid, q)]
+            for q in self.test_functions(mod):
+                link = self.link_of(mod, q, target)
+                if link is not None:
+                    out += [Evidence(tid, "symbol", link.rank, link.reason, dist)
+                            for tid in self.items_of(fid, q)]
         return out
 
     def removal(self, old_module: str) -> Any:

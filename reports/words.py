@@ -88,9 +88,10 @@ TERMS: tuple[Term, ...] = (
     Term("also linked", rf"(?m)^\s*{CONTEXT}: ",
          "weaker evidence, shown for context; never counted as a guard", (f"{CONTEXT}: ",)),
     Term("weak links", rf"(?m)^\s*(?:{WEAK}|{WEAK_PRE_MERGE}): ",
-         "the strongest evidence found only imports the changed module or only shares a "
-         "value: such tests are not shown to exercise the change, so none is a pre-merge guard "
-         "even where it runs pre-merge (--coverage, or a test that calls the code, can be)",
+         "the strongest evidence found only imports the changed module, only shares a "
+         "value or only matches a name: such tests are not shown to exercise the change, so "
+         "none is a pre-merge guard even where it runs pre-merge (--coverage, or a test that "
+         "calls the code, can be)",
          (f"{WEAK}: ", f"{WEAK_PRE_MERGE}: ")),
     Term("runs via", r"\bruns via `",
          "the unit-test list line (a directory, maybe with -k) that runs the test",

@@ -187,9 +187,13 @@ def top_p(logits, p):
 """End-to-end generation."""
 from tinyllm.sampling import top_k
 
+# Samplers by name, looked up at run time: no call the audit's resolver can follow
+# (auditor.resolve), so test_generate reaches top_k only through its imports.
+_SAMPLERS = {"greedy": top_k}
 
-def generate(logits):
-    return top_k(logits, 1)
+
+def generate(logits, sampler="greedy"):
+    return _SAMPLERS[sampler](logits, 1)
 ''',
     "tinyllm/attention.py": '''\
 """Attention backends."""
@@ -200,10 +204,9 @@ def _log(kind, n):
 
 
 def run_attention(backend, q):
-    """Dispatch to a backend."""
-    if backend == "FLASHINFER":
-        return _flashinfer(q)
-    return _trtllm(q)
+    """Dispatch to a backend, looked up at run time: no call the audit's resolver can
+    follow (auditor.resolve), so test_attention's links are by value only."""
+    return _BACKENDS[backend](q)
 
 
 def _flashinfer(q):
@@ -213,6 +216,9 @@ def _flashinfer(q):
 
 def _trtllm(q):
     return list(q)
+
+
+_BACKENDS = {"FLASHINFER": _flashinfer, "TRTLLM": _trtllm}
 ''',
     "tinyllm/cache.py": '''\
 """KV-cache block eviction."""

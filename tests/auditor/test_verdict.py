@@ -21,6 +21,7 @@ TABLE = [
     ("symbol", 1, "strong", True),      # the test function names the changed code
     ("path-rule", 1, "strong", True),   # a path rule names the test for a non-Python file
     ("removed-module", 1, "strong", True),  # imports a removed module: fails at collection
+    ("symbol", 2, "weak", False),       # only an unresolved call of a shared name, or the class
     ("parameter", 3, "weak", False),    # value only: shares a token, exercises nothing shown
     ("declared", 1, "medium", True),    # changed in this diff, reaches the changed module
     ("module", 1, "weak", False),       # only imports the changed module
