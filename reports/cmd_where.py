@@ -43,14 +43,14 @@ def where(opts: Any, pattern: str, fmt: str, map_file: str | None) -> int:
     """
     from testdb.whole import INTEGRATION_DIR, has_test_sources
 
-    inventory = None
+    inventory = units = None
     # Listed ids are checked against integration sources (unit tests go through their
     # selections below): without them, no inventory is loaded.
     if has_test_sources(opts.root, (INTEGRATION_DIR,)):
-        from testdb.inventory import build_static
+        from testdb.inventory.build import static_and_units
 
-        inventory = build_static(opts.root)
-    unit_ids = _unit_tests_named(opts.root, pattern)
+        inventory, units = static_and_units(opts.root)
+    unit_ids = _unit_tests_named(opts.root, pattern, units)
     if unit_ids:
         # Unit tests are found through the selections that select them: that needs the
         # inventory and the full index.
@@ -122,14 +122,14 @@ def _measured(opts: Any, map_file: str | None, records: list[dict[str, Any]]
     return executed_by(path, [t["id"] for t in records])
 
 
-def _unit_tests_named(root: str, pattern: str) -> list[str]:
-    """The unit tests of the checkout's static inventory that ``pattern`` names (from its ids
-    only: a warm call reads one small file). Other patterns are answered from the records of
-    the listed ids alone."""
+def _unit_tests_named(root: str, pattern: str, units: list[str] | None = None) -> list[str]:
+    """The unit tests of the checkout's static inventory (``units``: its unit-test ids, when
+    known) that ``pattern`` names (from its ids only: a warm call reads one small file).
+    Other patterns are answered from the records of the listed ids alone."""
     if not os.path.isdir(os.path.join(root, "tests", "unittest")):
         return []
     from testdb.inventory import unit_test_ids
     from testdb.query import match_ids
 
-    units = unit_test_ids(root)
+    units = unit_test_ids(root) if units is None else units
     return match_ids(units, pattern) if units else []

@@ -19,7 +19,6 @@ file and per missing function), and at most ``MAX_CANDIDATES`` ids are ranked pe
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 from collections import Counter
@@ -116,6 +115,8 @@ def rank_params(params: str, candidates: list[str], limit: int = MAX_SUGGESTIONS
         names = len(want[2] & got[2])
         ratio = 0.0
         if not names and not want[0] & got[0]:
+            import difflib  # here: a warm `where` compares no parameters
+
             ratio = difflib.SequenceMatcher(None, params, c, autojunk=False).ratio()
             if (1 - ratio) * max(len(params), len(c)) > PARAM_DISTANCE:
                 continue

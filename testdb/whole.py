@@ -88,11 +88,16 @@ def whole_functions(records: list[dict[str, Any]], pattern: str, inventory: Any,
 def _candidate_ids(inventory: Any, pattern: str) -> list[str]:
     """The inventory ids a pattern could name: those of the files it names when it starts
     with a file path without wildcards (``file.py``, ``dir/file.py::Class``: a packed
-    inventory then reads those files alone), else every id."""
+    inventory then reads those files alone), else every id (a packed inventory reads only
+    the files whose names can match: `PackedInventory.ids_naming`)."""
     file = pattern.strip().partition("::")[0]
     if file.endswith(".py") and not any(c in file for c in "*?["):
         files = [f for f in inventory.files() if f == file or f.endswith("/" + file)]
         return [i.nodeid for f in files for i in inventory.by_file(f) if not i.is_placeholder]
+    naming = getattr(inventory, "ids_naming", None)  # a packed inventory: its names record
+    if naming is not None and not any(c in pattern for c in "*?"):
+        named: list[str] = naming(pattern)
+        return named
     ids: list[str] = inventory.ids()
     return ids
 

@@ -131,6 +131,16 @@ def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
     return start_static(root, dirs, config=config, cache=cache, workers=workers)()
 
 
+def static_and_units(root: str) -> tuple[Inventory, list[str] | None]:
+    """``build_static(root)`` and, where kept beside it, ``unit_test_ids(root)`` (else None:
+    ask that), proving the test tree unchanged once: ``where`` asks both, and a stamp check
+    stats every test file (~30 ms for 2,000 on this project's machine)."""
+    with gc_paused():
+        finish, whole = _start(root, None, DEFAULT_CONFIG, FileCache(), None)
+        inv = finish()
+    return inv, _stored_units(FileCache(), whole) if whole is not None else None
+
+
 def start_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
                  config: StaticConfig = DEFAULT_CONFIG, cache: FileCache | bool = True,
                  workers: int | None = None) -> Callable[[], Inventory]:
@@ -341,16 +351,24 @@ def unit_test_ids(root: str) -> list[str]:
     stamp = _stamp(root, None, DEFAULT_CONFIG, store)
     hit = stamp.check()
     if hit is not None:
-        payload = read_cache(str(_units_path(store.directory, hit[1])))
-        with contextlib.suppress(ValueError, EOFError, TypeError):
-            ids = marshal.loads(payload) if payload is not None else None
-            if isinstance(ids, list):
-                return ids
+        stored = _stored_units(store, hit[1])
+        if stored is not None:
+            return stored
     ids = _unit_ids(build_static(root))
     hit = stamp.check()
     if hit is not None:  # the build's own stamp: remember the ids for the next call
         write_cache(str(_units_path(store.directory, hit[1])), marshal.dumps(ids), keep=3)
     return ids
+
+
+def _stored_units(store: FileCache, digest: str) -> list[str] | None:
+    """The unit-test ids kept beside the whole inventory of key ``digest`` (None: none)."""
+    payload = read_cache(str(_units_path(store.directory, digest)))
+    with contextlib.suppress(ValueError, EOFError, TypeError):
+        ids = marshal.loads(payload) if payload is not None else None
+        if isinstance(ids, list):
+            return ids
+    return None
 
 
 def _unit_ids(inv: Inventory) -> list[str]:

@@ -29,6 +29,7 @@ class Prepared(NamedTuple):
     odd: list[str]  # ids that do not start with `file::`
     entries: FileEntries
     pieces: list[str]  # the value pieces of each id, as value_counts counts them
+    names: str  # what a pattern must be found in to name one of the ids (``names_text``)
 
 
 def file_blob(items: Iterable[InventoryItem]) -> bytes:
@@ -65,7 +66,33 @@ def _prepared(file: str, blob: bytes, rows: list[tuple[Any, ...]]) -> Prepared:
     ids = [r[0] for r in rows if WILDCARD not in r[3]]
     entries, pieces = file_entries(ids)
     return Prepared(blob, ids, [r for r in rows if WILDCARD in r[3]],
-                    [r[0] for r in rows if not r[0].startswith(file + "::")], entries, pieces)
+                    [r[0] for r in rows if not r[0].startswith(file + "::")], entries, pieces,
+                    names_text(ids))
+
+
+def names_text(ids: list[str]) -> str:
+    """The text a pattern's name (``pattern_name``) is found in when one of ``ids`` can match
+    the pattern (``testdb.query.match_ids``): the ids' heads (the part before ``[``), once
+    each. Every match but one contains the pattern within an id's head; the exception is an
+    id that ends in ``::PATTERN`` or ``/PATTERN`` where that separator lies inside its
+    ``[params]``: a file with such an id gives all its ids instead."""
+    heads: dict[str, None] = {}
+    for tid in ids:
+        b = tid.find("[")
+        if b < 0:
+            heads[tid] = None
+            continue
+        if "/" in tid[b:] or "::" in tid[b:]:
+            return "\n".join(ids)
+        heads[tid[:b]] = None
+    return "\n".join(heads)
+
+
+def pattern_name(pattern: str) -> str:
+    """The part of a wildcard-free pattern that any id it names contains within the text
+    ``names_text`` keeps (see there): the pattern up to its first ``[``, without trailing
+    ``/`` (a folder pattern ``dir/`` names ids whose head has ``dir`` in it)."""
+    return pattern.strip().partition("[")[0].rstrip("/")
 
 
 def file_entries(ids: list[str]) -> tuple[FileEntries, list[str]]:
