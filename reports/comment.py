@@ -73,7 +73,11 @@ class _Comment:
         self.report_url = report_url
         self.results = results or []
         self.prov: dict[str, Any] = data.get("provenance") or {}
-        self.head: str | None = head_sha or self.prov.get("head")
+        # Without --head the audit judged the work tree; the HEAD sha beside it is no blob to
+        # link changed lines to (their numbers are the work tree's), only named in the header.
+        self.work_tree = head_sha is None and is_work_tree(self.prov)
+        self.head: str | None = head_sha or (None if self.work_tree else self.prov.get("head"))
+        self.caveats = audit_caveats(data)
         self.outcome = {r["test_id"]: r for r in self.results}
         self.guards = guards_by_id(data)
 
@@ -103,18 +107,36 @@ class _Comment:
         files = p.get("data_files") or {}
         gates = self.data.get("gates") or {}
         started = (self.data.get("pipeline") or {}).get("started") or {}
-        bits = [f"head `{str(self.head)[:12]}`" if self.head else
-                ("" if p.get("diff") else "work tree"),
+        bits = [self.head_words(),
                 f"base `{str(p['base'])[:12]}`" if p.get("base") else "",
-                f"diff `{p['diff'].rsplit('/', 1)[-1]}`" if p.get("diff") else "",
-                _multi_gpu_words(gates, started),
+                f"diff `{p['diff'].rsplit('/', 1)[-1]}`"
+                if p.get("diff") and p["diff"] != "git" else "",  # "git": the range above
+                _multi_gpu_words(gates, started)
+                + (" (gate rules unknown)" if not gates.get("multi_gpu") and any(
+                    c.startswith("gate rules unknown") for c in self.caveats) else ""),
                 ("auto-trigger stages start for " + ", ".join(gates["auto_trigger_tags"]))
                 if gates.get("auto_trigger_tags") else "",
                 f"judged under `{p['bot_command']}`" if p.get("bot_command") else "",
-                f"{len(started)} stages started" if started else "",
+                f"{len(started)} stage{'s' * (len(started) != 1)} started" if started else "",
                 f"testdb-audit {p.get('version', '?')}",
                 f"test plan `{data_digest(files)}` ({len(files)} files)" if files else ""]
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>"
+
+    def head_words(self) -> str:
+        """The head side as the text audit's header names it (render_audit.head_words)."""
+        if self.work_tree:
+            sha = str(self.prov.get("head") or "")[:12]
+            return "head work tree (uncommitted changes" + (f"; HEAD `{sha}`)" if sha else ")")
+        if self.head:
+            return f"head `{str(self.head)[:12]}`"
+        return "" if self.prov.get("diff") else "work tree"
+
+    def caveat_lines(self) -> list[str]:
+        """Each pipeline caveat whole, right under the headline (which names it in a few
+        words): what the verdict rests on that the tool could not see."""
+        sentence = self.data["summary"]["sentence"]
+        return [line for c in self.caveats if c not in sentence  # a headline's whole one: once
+                for line in ("", f"> ⚠️ **Caveat:** {' '.join(c.split())}")]
 
     def results_summary(self) -> str:
         counts = Counter(r["outcome"] for r in self.results)
@@ -126,7 +148,8 @@ class _Comment:
         s = self.data["summary"]
         bad = s["errors"] or any(f["severity"] == "error" for f in findings)
         icon = "❌" if bad else "⚠️"
-        parts = [_Part([f"{icon} **testdb-audit: {s['sentence']}.**", "", self.provenance()])]
+        parts = [_Part([f"{icon} **testdb-audit: {s['sentence']}.**", *self.caveat_lines(), "",
+                        self.provenance()])]
         if findings:
             rows = []
             for f in findings:
@@ -212,12 +235,27 @@ class _Comment:
     def one_liner(self) -> str:
         s = self.data["summary"]
         icon = "✅" if s["behaviours"] else "➖"
-        extra = [f"head `{str(self.head)[:12]}`" if self.head else "",
+        extra = [self.head_words() if self.head or self.work_tree else "",
                  f"{len(self.results)} launched guards passed" if self.results else "",
                  f"[report]({self.report_url})" if self.report_url else ""]
         tail = "; ".join(e for e in extra if e)
         return f"{icon} **testdb-audit:** {s['sentence']}" + (f" ({tail})" if tail else "") + \
             f". {MARKER}\n"
+
+
+def audit_caveats(data: dict[str, Any]) -> list[str]:
+    """The pipeline's caveats of an audit JSON, whole (testdb.pipeline ``caveats``; the
+    summary's ``caveats`` are their headline words): an audit from before them, the
+    headline words; none, ``[]``."""
+    pipe = data.get("pipeline") or {}
+    return [str(c) for c in pipe.get("caveats")
+            or (data.get("summary") or {}).get("caveats") or ()]
+
+
+def is_work_tree(prov: dict[str, Any]) -> bool:
+    """``audit --base B`` without ``--head``: B against the work tree, whose HEAD sha the
+    provenance records as ``head`` (render_audit.head_words says so in the text header)."""
+    return prov.get("diff") == "git" and prov.get("plan_from") == "work tree"
 
 
 def decided_words(b: dict[str, Any]) -> str:
@@ -275,7 +313,8 @@ def render_comment(data: dict[str, Any], *, repo: str | None = None,
     findings = sorted((f for f in data["findings"] if f["severity"] in rank),
                       key=lambda f: rank[f["severity"]])
     failed = [r for r in c.results if r["outcome"] != "passed"]
-    if not findings and not failed and not data["summary"]["errors"]:
+    # A caveat (gate rules unknown, CBTS may narrow) is no quiet ✅: the whole text is shown
+    if not findings and not failed and not data["summary"]["errors"] and not c.caveats:
         return c.one_liner()
     return _fit(c.parts(findings), max_chars, report_url, len(findings))
 

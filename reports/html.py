@@ -22,6 +22,7 @@ import testdb
 from reports import charts
 from reports.comment import data_digest
 from reports.words import VERDICT_TEXT  # the legend's and the tiles' meanings, as in text
+from testdb.caveats import verdict_caveats
 from testdb.errors import UsageError
 from testdb.index import Index
 from testdb.names import INVALID, NameCheck, NameChecker
@@ -189,6 +190,9 @@ def build_view(index: Index, audit: dict[str, Any] | None = None,
         "title": f"testdb-audit coverage: {os.path.basename(os.path.abspath(index.root))}",
         "version": testdb.__version__, "root": index.root, "digest": files_digest,
         "n_files": len(index.files),
+        # as `stats` and `where` say it: a post-merge-only count may be wrong without gate rules
+        "caveats": list(verdict_caveats(index.triggers.source, [v for v, n in totals.items()
+                                                                 if n])),
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "totals": [{"verdict": v, "count": totals[v], "text": VERDICT_TEXT.get(v, v),
                     "share": f"{100 * totals[v] / total:.1f}" if total else "0.0"}

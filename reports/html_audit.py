@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from reports import charts
-from reports.comment import decided_words, guards_by_id
+from reports.comment import audit_caveats, decided_words, guards_by_id, is_work_tree
 from reports.render_audit import RUNNER_UP_WORDS, cost_text
 from testdb.schedule import VERDICTS
 
@@ -58,7 +58,10 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
                   for b in audit["behaviours"]]
     p = audit.get("provenance") or {}
     sug = audit.get("suggestion") or {}
-    return {"sentence": audit["summary"]["sentence"], "status": audit_status(audit["summary"]),
+    caveats = audit_caveats(audit)
+    return {"sentence": audit["summary"]["sentence"], "caveats": caveats,
+            "caveat_pieces": [code_pieces(c) for c in caveats],
+            "status": audit_status({**audit["summary"], "caveats": caveats}),
             "findings": findings, "behaviours": behaviours,
             "chart": charts.guards_chart(behaviours, (VERDICTS[0], WEAK_LINK, *VERDICTS[1:])),
             "weak_links": any(g["verdict"] == WEAK_LINK for b in behaviours for g in b["guards"]),
@@ -70,19 +73,32 @@ def audit_view(audit: dict[str, Any], where: dict[str, list[Any]]) -> dict[str, 
             "prov": provenance_items(p)}
 
 
+def code_pieces(text: str) -> list[tuple[str, bool]]:
+    """A caveat's words with its backquoted spans (markdown's code, as the comment shows them)
+    marked, so the page draws them as ``<code>`` instead of printing the backquotes; an
+    unpaired backquote stays as it is."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # odd number of backquotes: no pairing to trust
+        return [(text, False)]
+    return [(p, i % 2 == 1) for i, p in enumerate(parts) if p]
+
+
 def audit_status(summary: dict[str, Any]) -> str:
-    """The card's colour, as the terminal's headline: red with errors, yellow with warnings
-    only, green otherwise."""
-    if summary.get("errors"):
+    """The card's colour, as the terminal's headline (render_audit.headline_colour): red with
+    errors or an unguarded change, yellow with warnings or a pipeline caveat (a green that
+    rests on unknown gates or on stages CBTS may drop is no green), green otherwise."""
+    if summary.get("errors") or summary.get("unguarded"):
         return "bad"
-    return "warn" if summary.get("warnings") else "ok"
+    return "warn" if summary.get("warnings") or summary.get("caveats") else "ok"
 
 
 def provenance_items(p: dict[str, Any]) -> list[tuple[str, str]]:
     """What was audited: the commits of a range (``head``, ``base``), the diff file of
     ``--diff``, or the work tree; never a ``-`` for what the audit did not have."""
     out = [(k, str(p[k])[:12]) for k in ("head", "base") if p.get(k)]
-    if p.get("base") and not p.get("head"):
+    if is_work_tree(p) and p.get("head"):  # base against the work tree; HEAD's sha beside it
+        out[0] = ("head", f"{WORK_TREE.removesuffix(')')}; HEAD {str(p['head'])[:12]})")
+    elif p.get("base") and not p.get("head"):
         out.insert(0, ("head", WORK_TREE))
     if p.get("diff") and p["diff"] != "git":  # "git": the range above
         out.append(("diff", str(p["diff"])))

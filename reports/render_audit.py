@@ -296,7 +296,11 @@ RUNNER_UP_WORDS = "within 20% of its GPU-minutes"
 
 
 def _min(v: Any) -> str:
-    return f"~{v:g} min" if isinstance(v, (int, float)) else "duration unknown"
+    """Minutes as the suggestion rounds them (0.1): a shard of a few seconds is ``<0.1 min``,
+    not ``~0 min`` beside a total that counts it."""
+    if not isinstance(v, (int, float)):
+        return "duration unknown"
+    return "<0.1 min" if v < 0.05 else f"~{v:g} min"
 
 
 def shard_text(r: dict[str, Any]) -> str:

@@ -135,9 +135,9 @@ def test_flashinfer_errors_and_warnings_golden() -> None:
     assert first.startswith("❌ **testdb-audit: 1 of 1 behaviour change has no pre-merge guard")
     assert text.index("❌ error") < text.index("⚠️ warning"), "errors come first"
     # the cheapest line that starts a guard of every finding, with what it costs
-    assert '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"\n```\n' \
-           "<sub>1 extra shard, ~22.6 min: DGX_H100-4_GPUs-PyTorch-Others-1 (~22.6 min)</sub>" \
-           in text
+    assert '/bot run --extra-stage "DGX_H100-PyTorch-Post-Merge-1"\n```\n' \
+           "<sub>1 extra shard, ~23.4 GPU-min, ~23.4 min wall: DGX_H100-PyTorch-Post-Merge-1 " \
+           "(1 GPU x ~23.4 min)</sub>" in text
     assert f"https://github.com/{REPO}/blob/{SHA}/tests/integration/test_lists/test-db/" \
            "l0_h100.yml#L19" in text
     assert "<details>" in text and text.count("<details>") == text.count("</details>")
@@ -320,7 +320,8 @@ def test_cli_post_creates_then_updates_one_comment(run_cli: RunCli,
      "1 multi-GPU stage started"),  # a bot command started one: not "not started"
     ({"multi_gpu": False}, {"DGX_H100-PyTorch-1": "base"}, "multi-GPU stages not started"),
 ])
-def test_the_header_tells_whether_multi_gpu_stages_start(gates: dict, started: dict,
+def test_the_header_tells_whether_multi_gpu_stages_start(gates: dict[str, Any],
+                                                         started: dict[str, Any],
                                                          words: str) -> None:
     from reports.comment import _multi_gpu_words
 

@@ -124,7 +124,7 @@ def test_audit_findings_first_and_guards_link_to_their_rows(tmp_path: Path) -> N
     for f, n, p in links:
         d = read_js(out / "detail" / f"f{f}.js", "TESTDB_DETAIL")
         assert unquote(p) in {x["params"] for x in d["functions"][int(n)]["params"]}
-    assert '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1' in unescape(index)
+    assert '/bot run --extra-stage "DGX_H100-PyTorch-Post-Merge-1"' in unescape(index)
 
 
 def test_results_reach_the_data(tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ def test_file_chart_counts_every_listed_id_once() -> None:
 
 
 def test_guards_chart_keeps_a_verdict_word_it_does_not_know() -> None:
-    rows = [{"function": "f", "verdict": "gated", "guards": [
+    rows: list[dict[str, Any]] = [{"function": "f", "verdict": "gated", "guards": [
         {"verdict": "gated"}, {"verdict": "gated"}, {"verdict": "from-the-future"}]},
         {"function": "g", "verdict": "unguarded", "guards": []}]
     chart = charts.guards_chart(rows, VERDICTS)
