@@ -17,9 +17,10 @@ full run"); never when any stage-selection flag is given (``_cbtsTriggeredUserFl
 official post-merge job or without changed files. So a bare ``/bot run`` and ``/bot run
 --post-merge`` (with orthogonal flags such as ``--reuse-test``, ``--debug``) get CBTS.
 
-Its decision is not computed here: running it executes the repository's code, and its Tier 2
-needs a touch database no checkout has. Where it would act, every answer carries
-``CBTS_MAY_NARROW`` instead of silently assuming the full stage.
+Its decision is computed only on request (``run_base_cbts``, ``audit --cbts run``): running
+it executes the repository's code, so it is the base commit's CBTS, read from git objects, never
+the PR head's; its Tier 2 needs a touch database no checkout has. Otherwise, where it would
+act, every answer carries ``CBTS_MAY_NARROW`` instead of silently assuming the full stage.
 """
 
 from __future__ import annotations
