@@ -28,7 +28,7 @@ class _Progress:
                 "root commit" if rec.status == "root" else
                 f"{len(rec.behaviours)} behaviour change(s), "
                 f"{sum(1 for f in rec.findings if f.severity == 'error')} error(s), "
-                f"{rec.seconds:.2f} s")
+                f"{_measured_part(rec)}{rec.seconds:.2f} s")
         if self.tty:
             width = 30
             fill = int(width * done / total) if total else width
@@ -46,6 +46,12 @@ class _Progress:
             self.stream.flush()
 
 
+def _measured_part(rec: Any) -> str:
+    """``2 by measured links, `` where the map decided any (nothing without a map)."""
+    n = sum(1 for b in rec.behaviours if b.tier == "coverage")
+    return f"{n} by measured links, " if n else ""
+
+
 @click.command()
 @click.argument("rev_range", metavar="REV_RANGE")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -60,14 +66,17 @@ class _Progress:
               help="No pre-merge shard may grow past this many minutes.")
 @click.option("--rules", type=click.Path(dir_okay=False),
               help="Path rules (default: ci/audit-rules.yml of each commit).")
+@click.option("--map", "map_file", type=click.Path(dir_okay=False),
+              help="Test-to-code map (testdb map) every commit's audit reads: measured links "
+                   "decide first (default: the checkout's own map, when one exists).")
 @click.option("--all-commits", is_flag=True, help="Text: list commits without changes too.")
 @format_option("text", "json")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
               help="Also write the JSON here (for `testdb report --replay`).")
 @click.pass_obj
 def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_promotions: bool,
-           budget_minutes: float | None, rules: str | None, all_commits: bool, fmt: str,
-           output: str | None) -> int:
+           budget_minutes: float | None, rules: str | None, map_file: str | None,
+           all_commits: bool, fmt: str, output: str | None) -> int:
     """Replay REV_RANGE (A..B): audit each first-parent commit against its first parent,
     with the test plan as it was in that commit, read from git objects (the work tree is
     never touched). Each commit's record is cached, so a rerun or a longer range audits only
@@ -78,7 +87,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
     and the precision of error findings, against --outcomes or the waive list; and with
     --plan-promotions, the post-merge tests to move pre-merge within --budget-minutes, the
     `testdb promote` commands and the guarded share before and after. docs/replay.md
-    explains the scoring.
+    explains the scoring. With a measured map (--map, or the checkout's own), each commit is
+    audited with it, and the summary says how many changes its links decided.
 
     \b
     Examples:
@@ -86,6 +96,7 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
       testdb --root repo replay v0..main --outcomes results/ --plan-promotions \\
           --budget-minutes 60
     """
+    from auditor.measured import find_map, map_token
     from auditor.replay.analysis import analyze
     from auditor.replay.options import ReplayOptions
     from auditor.replay.runner import replay as run_replay
@@ -97,8 +108,12 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
                          hint="the largest pre-merge shard may grow to M minutes")
     if budget_minutes is not None and not plan_promotions:
         raise UsageError("--budget-minutes is for --plan-promotions")
+    measured_map = find_map(opts.root, map_file)
+    # Read now: a damaged map is exit 2 before any commit, not a range of failed audits.
+    generation = map_token(measured_map) if measured_map else None
     options = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
-                                  platform_facts=opts.platform_facts, rules=rules)
+                                  platform_facts=opts.platform_facts, rules=rules,
+                                  measured_map=measured_map)
     if outcomes is not None:
         _check_outcomes(opts.root, rev_range, outcomes)
     progress = _Progress()
@@ -110,6 +125,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
     analysis = analyze(run, options, outcomes=outcomes,
                        budget_minutes=budget_minutes if plan_promotions else None)
     doc = replay_json(run, analysis)
+    if measured_map is not None:
+        doc["map"] = _map_json(measured_map, generation or "", run.records)
     if output:
         from testdb.files import write_text_atomic
 
@@ -118,6 +135,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
         click.echo(dump_json(doc, inline_depth=4))
     else:
         click.echo(replay_text(doc, colour=use_colour(), all_commits=all_commits))
+        if "map" in doc:
+            click.echo(_map_text(doc["map"]))
     if run.interrupted:
         return EXIT_INTERRUPTED
     failed = [r for r in run.records if r.status == "failed"]
@@ -127,6 +146,22 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
                    f"{failed[0].short}: {failed[0].error}", err=True)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _map_json(path: str, token: str, records: Any) -> dict[str, Any]:
+    """The map the replay read and what it decided (only present when one was read)."""
+    from auditor.replay.totals import measured_counts
+
+    measured, static_only = measured_counts(records)
+    return {"path": path, "generation": token, "measured": measured,
+            "static_only": static_only}
+
+
+def _map_text(m: dict[str, Any]) -> str:
+    from auditor.measured import summary_phrase
+
+    phrase = summary_phrase(m["measured"], m["static_only"]).strip(" ()")
+    return f"\nMeasured map {m['path']}: {phrase or 'no behaviour change was linked'}"
 
 
 def _check_outcomes(root: str, rev_range: str, outcomes: str) -> None:

@@ -24,9 +24,13 @@ class ReplayOptions:
     platform_facts: str | None = None
     rules: str | None = None
     in_tree: tuple[str, ...] = ()  # which of the four are paths relative to the tree
+    # The measured map (auditor.measured.find_map) every commit's audit reads, or None. It is
+    # never in a commit's tree: one file throughout, its identity in ``key``.
+    measured_map: str | None = None
 
     @classmethod
-    def given(cls, repo: str, **paths: str | None) -> ReplayOptions:
+    def given(cls, repo: str, *, measured_map: str | None = None,
+              **paths: str | None) -> ReplayOptions:
         base = os.path.realpath(repo)
         out: dict[str, str | None] = {}
         inside: list[str] = []
@@ -43,7 +47,8 @@ class ReplayOptions:
                 inside.append(name)
         return cls(stages=out.get("stages"), triggers=out.get("triggers"),
                    platform_facts=out.get("platform_facts"), rules=out.get("rules"),
-                   in_tree=tuple(sorted(inside)))
+                   in_tree=tuple(sorted(inside)),
+                   measured_map=os.path.realpath(measured_map) if measured_map else None)
 
     def path(self, name: str, root: str) -> str | None:
         p: str | None = getattr(self, name)
@@ -53,7 +58,9 @@ class ReplayOptions:
 
     def key(self) -> str:
         """Distinguishes cached records: in-tree paths by name (their text is in the commit),
-        outside files by content."""
+        outside files by content, the measured map by path and generation (as the audit memo
+        keys it: a map that gained or lost a guard gives new records, never kept ones). No
+        map adds nothing: the keys of replays without one are as they were."""
         h = hashlib.sha256()
         for name in ("stages", "triggers", "platform_facts", "rules"):
             p = getattr(self, name)
@@ -63,6 +70,10 @@ class ReplayOptions:
                     h.update(read_text(p).encode("utf-8"))
                 except TestDbError as exc:
                     h.update(str(exc).encode())
+        if self.measured_map is not None:
+            from auditor.measured import map_token  # raises MapError on a damaged map
+
+            h.update(f"map={map_token(self.measured_map)}|".encode())
         return h.hexdigest()
 
 

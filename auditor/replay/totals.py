@@ -105,3 +105,12 @@ def leaned_on(records: Sequence[CommitRecord], limit: int = 10) -> list[LeanedOn
             for t in changes]
     rows.sort(key=lambda x: (-x.only, -x.changes, x.test))
     return rows[:limit]
+
+
+def measured_counts(records: Sequence[CommitRecord]) -> tuple[int, int]:
+    """(decided by measured links, decided only by static ones) of the audited commits'
+    behaviour changes, as the audit's summary counts them (``auditor.measured``): a replay
+    has no ``--coverage``, so its coverage tier is the map's."""
+    from auditor.measured import summary_counts
+
+    return summary_counts(b.tier for r in records if r.audited for b in r.behaviours)

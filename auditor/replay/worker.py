@@ -72,7 +72,8 @@ class CommitAuditor:
 
             self._inventory = build_static(root)
         audit = run_audit(index, change, inventory=self._inventory,
-                          rules=self.options.path("rules", root))
+                          rules=self.options.path("rules", root),
+                          measured_map=self.options.measured_map)
         waives: tuple[Any, ...] = ()
         for fc in change.files:
             if WAIVES in (fc.old_path, fc.new_path):
