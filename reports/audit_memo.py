@@ -31,6 +31,7 @@ text that cannot be read, render afresh.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import marshal
 import os
@@ -42,9 +43,9 @@ from testdb.errors import Diagnostic, Severity, SourceLoc
 from testdb.files import read_cache, write_cache
 from testdb.stamp import cache_dir, tool_key
 
-FORMAT = 1  # bump when the layout below changes
+FORMAT = 2  # bump when the layout below changes
 KEEP = 64  # answers kept: a PR's heads, a reviewer's ranges
-TEXT_FORMAT = 1  # bump when the layout of a kept rendering changes
+TEXT_FORMAT = 2  # bump when the layout of a kept rendering changes
 TEXT_KEEP = 2 * KEEP  # renderings kept: text and markdown, with and without colour
 
 
@@ -127,32 +128,53 @@ class Kept:
         return os.path.join(cache_dir(), f"audittext-{h.hexdigest()}.marshal")
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An audit's answer as the command prints it: its summary (the exit code) and the plan's
+    diagnostics at once, the audit JSON when asked (``load``). A kept answer's JSON is decoded
+    only then: a text hit prints the kept text, and 5 MB for 200 behaviours took a fifth of
+    it to decode."""
+
+    summary: dict[str, Any]
+    diagnostics: list[Diagnostic]
+    load: Callable[[], dict[str, Any]]
+    kept: Kept | None = None
+
+
 def get(key: str) -> tuple[dict[str, Any], list[Diagnostic]] | None:
     """The audit JSON and the plan's diagnostics kept under ``key``, or None."""
-    got = get_kept(key)
-    return None if got is None else got[:2]
+    got = get_answer(key)
+    return None if got is None else (got.load(), got.diagnostics)
 
 
-def get_kept(key: str) -> tuple[dict[str, Any], list[Diagnostic], Kept] | None:
-    """``get``, and where the answer lies (for its kept renderings)."""
+def get_answer(key: str) -> Answer | None:
+    """``get``, the JSON decoded when asked, and where the answer lies (for its renderings)."""
     payload = read_cache(_path(key))
     if payload is None:
         return None
     try:
-        version, data, diags = marshal.loads(payload)
-        if version != FORMAT or not isinstance(data, dict):
+        version, diags, summary, blob = marshal.loads(payload)
+        if version != FORMAT or not isinstance(summary, dict) or not isinstance(blob, bytes):
             return None
-        return data, [Diagnostic(SourceLoc(path, line), Severity(sev), message, rule)
-                      for path, line, sev, message, rule in diags], _kept(key, payload)
+        return Answer(summary, [Diagnostic(SourceLoc(path, line), Severity(sev), message, rule)
+                                for path, line, sev, message, rule in diags],
+                      functools.cache(lambda: _data(blob)), _kept(key, payload))
     except (ValueError, EOFError, TypeError):
         return None
+
+
+def _data(blob: bytes) -> dict[str, Any]:
+    # sealed (read_cache) and written by this layout: a dict, or the seal would have failed
+    data = marshal.loads(blob)
+    assert isinstance(data, dict)
+    return data
 
 
 def put(key: str, data: dict[str, Any], diagnostics: list[Diagnostic]) -> Kept | None:
     """Keep an answer; where it lies, or None when marshal cannot write it."""
     diags = [(d.loc.path, d.loc.line, d.severity.value, d.message, d.rule) for d in diagnostics]
     try:
-        payload = marshal.dumps((FORMAT, data, diags))
+        payload = marshal.dumps((FORMAT, diags, data["summary"], marshal.dumps(data)))
     except ValueError:  # a value marshal cannot write: nothing kept
         return None
     write_cache(_path(key), payload, keep=KEEP)

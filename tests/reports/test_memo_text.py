@@ -71,13 +71,14 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def printed(run_cli: Any, repo: Path, monkeypatch: pytest.MonkeyPatch, fmt: str,
             colour: bool) -> str:
+    """The exit code and stdout of the audit, as printed with ``colour``."""
     monkeypatch.setattr(reports.cmd_audit, "use_colour", lambda: colour)
     # click strips colour on a pipe (capsys): here the bytes the audit writes are compared
     monkeypatch.setattr(click.utils, "should_strip_ansi", lambda *_, **__: False)
     got = run_cli("--root", str(repo), "--stages", str(repo.parent / "stages.yml"), "audit",
                   "--base", "HEAD~1", "--head", "HEAD", "--format", fmt)
     assert got.code in (0, 1), got.err
-    return str(got.out)
+    return f"exit {got.code}\n{got.out}"  # the exit code (--fail-on) from the kept summary
 
 
 def fresh(run_cli: Any, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str,
@@ -95,6 +96,8 @@ def refuse_to_render(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(auditor.audit, "run_audit", refuse)
     monkeypatch.setattr(reports.render_audit, "audit_text", refuse)
     monkeypatch.setattr(reports.comment, "render_comment", refuse)
+    # nor is the kept JSON decoded: the summary and the diagnostics are read apart from it
+    monkeypatch.setattr(audit_memo, "_data", refuse)
 
 
 def renderings() -> list[Path]:
