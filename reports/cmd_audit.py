@@ -21,6 +21,7 @@ from reports.common import (
 from testdb.errors import EXIT_FINDINGS, InputError, SourceLoc, UsageError
 
 if TYPE_CHECKING:
+    from reports.audit_memo import Answer, Kept
     from testdb.botcmd import BotCommand
 
 # behaviours > behaviour > guards > tier > guard: each guard (with its runs) on one line
@@ -82,6 +83,15 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     """The audit JSON and the diagnostics of the plan it judged with. ``bot_command``: the
     PR's ``/bot run ...`` comment; the audit judges under its pipeline. With ``head``, the
     plan and the test sources are those of that commit (``plan_tree``)."""
+    answer = _answer(opts, base, head, diff, coverage, rules, bot_command, cbts)
+    return answer.load(), answer.diagnostics
+
+
+def _answer(opts: Any, base: str | None, head: str | None, diff: str | None,
+            coverage: str | None, rules: str | None, bot_command: str | None, cbts: str
+            ) -> Answer:
+    """``audit_from_options``, and where the answer is kept (``reports.audit_memo``), so that
+    its printed text can be kept beside it."""
     from testdb.botcmd import parse
 
     if bool(base) == bool(diff):
@@ -102,7 +112,7 @@ def audit_from_options(opts: Any, base: str | None, head: str | None, diff: str 
     with AuditProgress() as shown:
         data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot,
                                     progress=shown, measured_map=_measured_map(opts)))
-    return _stamped(data, index, opts.root, "work tree")
+    return _fresh(*_stamped(data, index, opts.root, "work tree"))
 
 
 def _with_cbts(index: Any, change: Any, repo: str, bot: BotCommand | None, mode: str,
@@ -140,7 +150,7 @@ def _remember_map(ctx: click.Context, _param: Any, value: str | None) -> None:
 
 def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules: str | None,
                    bot_command: str | None, bot: BotCommand | None, cbts: str = "note"
-                   ) -> tuple[dict[str, Any], list[Any]]:
+                   ) -> Answer:
     """``audit --base --head``: judged in a tree of the head commit, or the answer kept for
     the same audit (``reports.audit_memo``)."""
     from auditor.diff import from_git
@@ -151,7 +161,7 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
     measured_map = _measured_map(opts)
     key = (_memo_key(opts, change, coverage, rules, bot_command, measured_map)
            if cbts != "run" else None)
-    kept = audit_memo.get(key) if key is not None else None
+    kept = audit_memo.get_answer(key) if key is not None else None
     if kept is not None:
         return kept
     from auditor.audit import run_audit  # here: a kept answer needs neither
@@ -181,9 +191,13 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
                                         rules=in_tree_rules, bot=bot, progress=shown,
                                         measured_map=measured_map))
     answer = _stamped(data, index, opts.root, sha)
-    if key is not None:
-        audit_memo.put(key, *answer)
-    return answer
+    return _fresh(*answer, audit_memo.put(key, *answer) if key is not None else None)
+
+
+def _fresh(data: dict[str, Any], diagnostics: list[Any], kept: Kept | None = None) -> Answer:
+    from reports.audit_memo import Answer
+
+    return Answer(data["summary"], diagnostics, lambda: data, kept)
 
 
 def _memo_key(opts: Any, change: Any, coverage: str | None, rules: str | None,
@@ -306,28 +320,55 @@ def audit(opts: Any, base: str | None, head: str | None, diff: str | None,
       testdb --root ~/TensorRT-LLM audit --base origin/main \\
           --bot-command '/bot run --extra-stage "DGX_H100-4_GPUs-PyTorch-Others-1"'
     """
-    data, diagnostics = audit_from_options(opts, base, head, diff, coverage, rules,
-                                           bot_command, cbts)
+    answer = _answer(opts, base, head, diff, coverage, rules, bot_command, cbts)
+    diagnostics, kept = answer.diagnostics, answer.kept
     rc = report_diagnostics(diagnostics, quiet_warnings=True)  # errors before the result
     if output:
         from testdb.files import write_text_atomic
 
-        write_text_atomic(output, dump_json(data, inline_depth=AUDIT_JSON_DEPTH) + "\n")
+        write_text_atomic(output, dump_json(answer.load(), inline_depth=AUDIT_JSON_DEPTH)
+                          + "\n")
     if fmt == "json":
-        click.echo(dump_json(data, inline_depth=AUDIT_JSON_DEPTH))
+        click.echo(dump_json(answer.load(), inline_depth=AUDIT_JSON_DEPTH))
     elif fmt == "markdown":
-        from reports.comment import render_comment
-
-        click.echo(render_comment(data))
+        click.echo(rendered(kept, "markdown", lambda: _markdown(answer.load())))
     else:
-        from reports.render_audit import audit_text
-
-        click.echo(with_note(input_note(diagnostics, "this audit"),
-                             audit_text(data, colour=use_colour())))
+        colour = use_colour()
+        click.echo(rendered(kept, text_options(colour),
+                            lambda: _text(answer.load(), diagnostics, colour)))
     if rc:
         return rc
-    s = data["summary"]
+    s = answer.summary
     if (fail_on == "error" and s["errors"]) or (fail_on == "warning" and (s["errors"] or
                                                                        s["warnings"])):
         return EXIT_FINDINGS
     return 0
+
+
+# The text's width: a fixed layout, never the terminal's, so a kept text fits every terminal.
+TEXT_WIDTH = 100
+
+
+def text_options(colour: bool) -> str:
+    """Every option of ``_text`` that can change a byte of it, in words: the key of a kept
+    text beside its answer (``reports.audit_memo.Kept.rendered``)."""
+    return f"text colour={colour} width={TEXT_WIDTH}"
+
+
+def rendered(kept: Kept | None, options: str, render: Callable[[], str]) -> str:
+    """The output kept beside a kept answer (the same audit asked again prints it without
+    rendering), else rendered afresh."""
+    return render() if kept is None else kept.rendered(options, render)
+
+
+def _text(data: dict[str, Any], diagnostics: list[Any], colour: bool) -> str:
+    from reports.render_audit import audit_text
+
+    return with_note(input_note(diagnostics, "this audit"),
+                     audit_text(data, colour=colour, width=TEXT_WIDTH))
+
+
+def _markdown(data: dict[str, Any]) -> str:
+    from reports.comment import render_comment
+
+    return render_comment(data)
