@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.gitrepo import git, pr_clone
 from tests.reports.fake_github import FakeGitHub
 from tests.reports.thisenv import see_this_env
 
@@ -35,14 +36,6 @@ COMMENT_STEP = "Post or update the sticky PR comment"
 DOTTED = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*")
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, text=True, capture_output=True,
-                          check=True, timeout=120).stdout
 
 
 def load_action() -> dict[str, Any]:
@@ -174,22 +167,8 @@ def runner_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _repo(tmp: Path, diff: str) -> Path:
-    """A bare origin holding main (the example's base tree) and a clone on the PR branch with
-    ``diff`` applied and committed."""
-    origin, ws = tmp / "origin.git", tmp / "workspace"
-    seed = tmp / "seed"
-    shutil.copytree(EXAMPLE, seed, ignore=shutil.ignore_patterns("*.diff", "README.md"))
-    git(seed, "init", "-q", "-b", "main")
-    git(seed, "add", "-A")
-    git(seed, "commit", "-qm", "base")
-    git(tmp, "init", "-q", "--bare", "-b", "main", str(origin))
-    git(seed, "push", "-q", str(origin), "main")
-    git(tmp, "clone", "-q", str(origin), str(ws))
-    git(ws, "checkout", "-q", "-b", "feature")
-    git(ws, "apply", str(EXAMPLE / diff))
-    git(ws, "add", "-A")
-    git(ws, "commit", "-qm", "the change")
-    return ws
+    """The PR branch's clone (``tests.gitrepo.pr_clone``)."""
+    return pr_clone(tmp, Path(EXAMPLE), diff, tmp / "workspace")
 
 
 def _env(runner_python: Path, api: str) -> dict[str, str]:

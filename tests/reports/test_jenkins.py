@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.gitrepo import git, pr_clone
 from tests.reports.fake_github import FakeGitHub
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,14 +33,6 @@ OPERAND = re.compile(r"'([^']*)'|([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or not Path("/bin/sh").exists(),
                                 reason="needs git and /bin/sh")
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, text=True, capture_output=True,
-                          check=True, timeout=120).stdout
 
 
 @dataclass(frozen=True)
@@ -122,24 +115,10 @@ def run_stage(ws: Path, tmp: Path, ctx: dict[str, Any], token: str = TOKEN) -> R
 
 
 def _workspace(tmp: Path, diff: str) -> tuple[Path, Path]:
-    """A Jenkins workspace holding the merge request's checkout at ``llm`` (a clone of a bare
-    origin whose main is the example's base tree, on a branch with ``diff`` committed)."""
-    origin, ws = tmp / "origin.git", tmp / "workspace"
-    seed = tmp / "seed"
-    shutil.copytree(EXAMPLE, seed, ignore=shutil.ignore_patterns("*.diff", "README.md"))
-    git(seed, "init", "-q", "-b", "main")
-    git(seed, "add", "-A")
-    git(seed, "commit", "-qm", "base")
-    git(tmp, "init", "-q", "--bare", "-b", "main", str(origin))
-    git(seed, "push", "-q", str(origin), "main")
+    """A Jenkins workspace holding the merge request's checkout at ``llm``."""
+    ws = tmp / "workspace"
     ws.mkdir()
-    llm = ws / "llm"
-    git(ws, "clone", "-q", str(origin), str(llm))
-    git(llm, "checkout", "-q", "-b", "feature")
-    git(llm, "apply", str(EXAMPLE / diff))
-    git(llm, "add", "-A")
-    git(llm, "commit", "-qm", "the change")
-    return ws, llm
+    return ws, pr_clone(tmp, Path(EXAMPLE), diff, ws / "llm")
 
 
 def _ctx(ws: Path, llm: Path, api: str, target: str = "main",
