@@ -22,23 +22,10 @@ from dataclasses import dataclass
 
 from auditor.behaviour import Behaviour
 from auditor.covmap.fingerprint import units
-from auditor.covmap.store import Link, MapError, MapStore, age, default_path
+from auditor.covmap.store import Link, MapStore, age
 from auditor.diff import Change
 from auditor.evidence import Evidence
 from auditor.verdict import PRE_MERGE, Decision, decide
-from testdb.errors import SourceLoc
-
-
-def find_map(root: str, given: str | None) -> str | None:
-    """The map an audit reads: ``--map PATH`` (which must exist), else the checkout's default
-    one when it exists, else None (static links only)."""
-    if given:
-        if not os.path.isfile(given):
-            raise MapError("no map file here", SourceLoc(given),
-                           "build it with `testdb map add DATA... --commit SHA --map PATH`")
-        return given
-    path = default_path(root)
-    return path if os.path.isfile(path) else None
 
 
 def measured_links(links: Iterable[Link], base_fp: bytes | None, now: int | None = None,
@@ -179,12 +166,6 @@ class Measured:
         return {"path": self.path, "tests": len(self._tests),
                 "commits": [c for c, _, _ in commits[:5]],
                 "newest": max((w for _, _, w in commits), default=0)}
-
-
-def map_token(path: str) -> str:
-    """The map's identity for a memo key: its path and a generation that changes with it."""
-    with MapStore.open(path) as store:
-        return f"{os.path.realpath(path)}:{store.generation()}"
 
 
 def summary_phrase(measured: int, static_only: int) -> str:

@@ -136,7 +136,7 @@ def _with_cbts(index: Any, change: Any, repo: str, bot: BotCommand | None, mode:
 
 def _measured_map(opts: Any) -> str | None:
     """The test-to-code map this audit reads: ``--map``, else the checkout's own if any."""
-    from auditor.measured import find_map
+    from auditor.covmap.store import find_map
 
     return find_map(opts.root, getattr(opts, "map_file", None))
 
@@ -212,7 +212,7 @@ def _memo_key(opts: Any, change: Any, coverage: str | None, rules: str | None,
                                 platform_facts=opts.platform_facts, rules=rules)
     key = given.key()
     if measured_map is not None:  # the map's content is an input of the answer
-        from auditor.measured import map_token
+        from auditor.covmap.store import map_token
 
         key += "|map:" + map_token(measured_map)
     return memo_key(change, root=opts.root, options_key=key, coverage=coverage,

@@ -544,3 +544,23 @@ def merge_files(inputs: list[str], output: str) -> AddResult:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     return total
+
+
+# Finding the map and naming it for a memo key need only this module: a kept answer is looked
+# up without importing the audit (auditor.measured).
+def find_map(root: str, given: str | None) -> str | None:
+    """The map an audit reads: ``--map PATH`` (which must exist), else the checkout's default
+    one when it exists, else None (static links only)."""
+    if given:
+        if not os.path.isfile(given):
+            raise MapError("no map file here", SourceLoc(given),
+                           "build it with `testdb map add DATA... --commit SHA --map PATH`")
+        return given
+    path = default_path(root)
+    return path if os.path.isfile(path) else None
+
+
+def map_token(path: str) -> str:
+    """The map's identity for a memo key: its path and a generation that changes with it."""
+    with MapStore.open(path) as store:
+        return f"{os.path.realpath(path)}:{store.generation()}"

@@ -24,7 +24,7 @@ class ReplayOptions:
     platform_facts: str | None = None
     rules: str | None = None
     in_tree: tuple[str, ...] = ()  # which of the four are paths relative to the tree
-    # The measured map (auditor.measured.find_map) every commit's audit reads, or None. It is
+    # The measured map (auditor.covmap.store.find_map) every commit's audit reads, or None. It is
     # never in a commit's tree: one file throughout, its identity in ``key``.
     measured_map: str | None = None
 
@@ -71,7 +71,7 @@ class ReplayOptions:
                 except TestDbError as exc:
                     h.update(str(exc).encode())
         if self.measured_map is not None:
-            from auditor.measured import map_token  # raises MapError on a damaged map
+            from auditor.covmap.store import map_token  # raises MapError on a damaged map
 
             h.update(f"map={map_token(self.measured_map)}|".encode())
         return h.hexdigest()
