@@ -111,13 +111,15 @@ class GuardLocator:
                                 p.block.loc.line if p.block else None, bool(p.waived_by),
                                 why="QA list: runs outside L0 CI"))
                 continue
+            kept = self.pipeline.keeps(p.context, p.block, p.entry)
             for r in p.runs:
                 would_run = True
-                started = self.pipeline.starts(r.stage)
+                started = self.pipeline.starts(r.stage) and kept
                 runs.append(Run(r.stage, "stage", r.shard, r.splits, p.entry.loc.path,
                                 p.entry.loc.line, p.block.loc.line if p.block else None,
                                 bool(r.waived_by), r.placement, started,
-                                self.pipeline.why(r.stage)))
+                                self.pipeline.why(r.stage) if kept
+                                else self.pipeline.dropped_why()))
                 if r.waived_by:
                     continue
                 plain.append(r.verdict)

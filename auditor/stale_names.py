@@ -38,8 +38,10 @@ def list_lines(test_id: str, placements: Iterable[Placement], pipeline: PrPipeli
     for p in placements:
         if p.kind != "test-db":
             continue
+        kept = pipeline.keeps(p.context, p.block, p.entry)
         pre = tuple(r.stage for r in p.runs if not r.waived_by
-                    and effective(r.placement, pipeline.starts(r.stage)) == "pre-merge")
+                    and effective(r.placement, pipeline.starts(r.stage) and kept)
+                    == "pre-merge")
         other = tuple(r.stage for r in p.runs if not r.waived_by and r.stage not in pre)
         out.append(ListLine(test_id, p.entry.loc.path, p.entry.loc.line, pre, other))
     return out

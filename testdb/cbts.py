@@ -26,9 +26,14 @@ act, every answer carries ``CBTS_MAY_NARROW`` instead of silently assuming the f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from testdb.botcmd import BotCommand
+
+if TYPE_CHECKING:  # not imported at run time: the warm paths import this module
+    from testdb.grammar import Entry
+    from testdb.model import Condition
 
 # _cbtsTriggeredUserFlags (L0_MergeRequest.groovy at 11ea7cc3): a set one defers CBTS.
 DEFER_FLAGS = (("skip_test", "--skip-test"), ("stage_list", "--stage-list"),
@@ -88,11 +93,15 @@ class CbtsDecision:
     reasons: tuple[str, ...] = ()
     test_db_dir_override: str | None = None
     raw: str = ""
+    # The YAML files CBTS wrote under ``test_db_dir_override`` (path under it, text), read
+    # before its scratch directory goes; () when it wrote none.
+    narrowed_files: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {"base": self.base, "scope": self.scope,
                 "affected_stages": list(self.affected_stages), "reasons": list(self.reasons),
-                "test_db_dir_override": self.test_db_dir_override}
+                "test_db_dir_override": self.test_db_dir_override,
+                "narrowed_files": [name for name, _ in self.narrowed_files]}
 
 
 def parse_decision(text: str, base: str) -> CbtsDecision:
@@ -196,4 +205,87 @@ def run_base_cbts(repo: str, base: str, plan_root: str, changed: list[str],
         diffs = {f: diff_of(f) for f in changed if any(w.match(f) for w in wanted)}
         with open(os.path.join(tmp, "cbts_input.json"), "w", encoding="utf-8") as fh:
             json.dump({"changed_files": changed, "diffs": diffs, "post_merge": post_merge}, fh)
-        return parse_decision(main("cbts_input.json"), base)  # as getCbtsResult calls it
+        decision = parse_decision(main("cbts_input.json"), base)  # as getCbtsResult calls it
+        if decision.test_db_dir_override:
+            decision = replace(decision, narrowed_files=_read_narrowed(
+                tmp, decision.test_db_dir_override, fail))
+        return decision
+
+
+def _read_narrowed(tmp: str, override: str, fail: Callable[[str], Exception]
+                   ) -> tuple[tuple[str, str], ...]:
+    """The ``.yml`` files of the narrowed test-db CBTS wrote in its scratch directory. A path
+    out of that directory is refused (the base commit's code chose it); a missing directory
+    gives () and the pipeline keeps the caveat."""
+    import os
+
+    top = os.path.realpath(tmp)
+    where = os.path.realpath(os.path.join(tmp, override))
+    if os.path.commonpath([top, where]) != top:
+        raise fail(f"CBTS's test_db_dir_override {override!r} points out of its directory")
+    if not os.path.isdir(where):
+        return ()
+    out = []
+    for dirpath, dirs, names in os.walk(where):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith((".yml", ".yaml")):
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    out.append((os.path.relpath(path, where), fh.read()))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """CBTS's narrowed test-db, as the stages read it: a stage whose context has a YAML there
+    runs only the entries of the blocks kept in it (``trt-test-db`` is pointed at the
+    override directory); a context without one runs its full list (CBTS's SELECTION.md: "when
+    that YAML is absent the stage falls back to the source test-db"). CBTS round-trips the
+    YAML through PyYAML, which may reorder a condition's keys, so blocks are compared by
+    their conditions as sets and entries by what they name."""
+
+    where: str
+    contexts: frozenset[str]
+    kept: frozenset[tuple[str, object, tuple[str, str, str | None]]]
+
+    def keeps(self, context: str, condition: Condition, entry: Entry) -> bool:
+        return (context not in self.contexts
+                or (context, condition_key(condition), entry_key(entry)) in self.kept)
+
+
+def condition_key(c: Condition) -> object:
+    return (frozenset(c.terms), frozenset(c.ranges), frozenset(c.wildcards))
+
+
+def entry_key(e: Entry) -> tuple[str, str, str | None]:
+    return (e.kind, e.test, e.gpu_prefix)
+
+
+def narrowed_lists(decision: CbtsDecision) -> Narrowed | None:
+    """The narrowed test-db of a decision, parsed; None when CBTS wrote none. A file that does
+    not parse as a test-db is an error (its line named): judging without it could count a
+    guard CBTS dropped."""
+    if not decision.narrowed_files:
+        return None
+    from testdb.errors import InputError, Severity, SourceLoc
+    from testdb.testdb_yaml import load_testdb_text
+
+    where = decision.test_db_dir_override or "cbts_test_db"
+    contexts: set[str] = set()
+    kept: set[tuple[str, object, tuple[str, str, str | None]]] = set()
+    for name, text in decision.narrowed_files:
+        path = f"{where}/{name}"
+        res = load_testdb_text(text, path)
+        errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
+        if errors or res.skipped:
+            loc = errors[0].loc if errors else SourceLoc(path)
+            what = errors[0].message if errors else f"not a test-db file ({res.skipped})"
+            raise InputError(f"CBTS's narrowed test-db (base {decision.base[:12]}): {what}",
+                             loc, "run CBTS by hand to see why, or drop --cbts run")
+        for ctx in res.contexts:
+            contexts.add(ctx.name)
+            for b in ctx.blocks:
+                ck = condition_key(b.condition)
+                kept.update((ctx.name, ck, entry_key(e)) for e in b.entries)
+    return Narrowed(where, frozenset(contexts), frozenset(kept))

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from testdb.botcmd import BotCommand
-from testdb.cbts import NO_CBTS, CbtsDecision, CbtsState, cbts_state
+from testdb.cbts import NO_CBTS, CbtsDecision, CbtsState, Narrowed, cbts_state, narrowed_lists
 from testdb.errors import InputError, SourceLoc
 from testdb.stages import Stage
 from testdb.triggers import GATES_UNKNOWN, gate_caveats
 
 if TYPE_CHECKING:
+    from testdb.grammar import Entry
+    from testdb.model import Block
     from testdb.triggers import Triggers
 
 # --test-backend names -> the stage-name tag they keep (L0_Test.groovy at 11ea7cc, changeMap).
@@ -112,9 +114,20 @@ class PrPipeline:
     caveats: tuple[str, ...] = ()
     cbts: CbtsState = NO_CBTS
     cbts_decision: CbtsDecision | None = None  # the decision judged under (`--cbts run`)
+    narrowed: Narrowed | None = None  # its narrowed test-db, applied
 
     def starts(self, stage: str) -> bool:
         return stage in self.started
+
+    def keeps(self, context: str, block: Block | None, entry: Entry) -> bool:
+        """Whether a started stage of ``context`` still runs this line of ``block``: False
+        only where CBTS's narrowed test-db has the context and dropped the line."""
+        return (self.narrowed is None or block is None
+                or self.narrowed.keeps(context, block.condition, entry))
+
+    def dropped_why(self) -> str:
+        where = self.narrowed.where if self.narrowed else "its narrowed test-db"
+        return f"CBTS's narrowed test list ({where}) drops this line on this PR"
 
     def why(self, stage: str) -> str:
         d = self.decisions.get(stage)
@@ -244,23 +257,27 @@ def pr_stages(stages: Iterable[Stage], triggers: Triggers, changed_paths: Iterab
     caveats = list(gate_caveats(triggers.source))
     cbts = cbts_state(triggers.cbts, bot, changed)
     decision = triggers.cbts_decision
+    narrowed = None
     if cbts.acts and decision is not None:
-        caveats += _apply_cbts(st, decision, notes)
+        narrowed = narrowed_lists(decision) if decision.scope is not None else None
+        caveats += _apply_cbts(st, decision, notes, narrowed)
     elif cbts.acts:
         caveats.append(cbts.why)
     elif cbts.present:
         notes.append(cbts.why)
     decisions = {n: st.decision(n) for n in names}
     return PrPipeline(decisions, gates, bot, tuple(notes), frozenset(st.inn), changed,
-                      tuple(caveats), cbts, decision if cbts.acts else None)
+                      tuple(caveats), cbts, decision if cbts.acts else None, narrowed)
 
 
-def _apply_cbts(st: _Set, decision: CbtsDecision, notes: list[str]) -> list[str]:
+def _apply_cbts(st: _Set, decision: CbtsDecision, notes: list[str],
+                narrowed: Narrowed | None) -> list[str]:
     """The base commit's CBTS decision on the stage set (``filterCbtsStageJobs``), read the
     way that cannot make a guard green: a stage runs when the pipeline starts it **and** CBTS
     lists it. The stages CI keeps besides (PackageSanityCheck, PerfSanity when required, CPU
     stages in newer versions) or adds from its list are not counted; a narrowed test-db
-    (``test_db_dir_override``) is not applied but owned up to. Returns the caveats left."""
+    (``test_db_dir_override``) is applied by ``PrPipeline.keeps`` when CBTS wrote one, and
+    owned up to as a caveat when it named one but wrote none. Returns the caveats left."""
     who = f"CBTS (the code of base {decision.base[:12]})"
     if decision.scope is None:  # _cbtsParseSelectionResult: no decision, CI runs in full
         why = "; ".join(decision.reasons) or "no reason given"
@@ -271,7 +288,11 @@ def _apply_cbts(st: _Set, decision: CbtsDecision, notes: list[str]) -> list[str]
             f"{who}, scope {decision.scope}: not among its affected stages")
     notes.append(f"{who}, scope {decision.scope}: {len(affected)} affected stage(s); the "
                  "others this PR would start do not run")
-    if decision.test_db_dir_override:
+    if narrowed is not None:
+        notes.append(f"{who} narrowed the test lists of {', '.join(sorted(narrowed.contexts))} "
+                     f"({narrowed.where}): a stage of those runs only the lines it kept, and "
+                     "the shards shown are the full lists' (CBTS may run fewer)")
+    elif decision.test_db_dir_override:
         return [f"CBTS narrowed the test lists of its affected stages: "
                 f"{decision.test_db_dir_override} (test_db_dir_override) is not applied here, "
                 "so a guard in those stages may not run on this PR"]
