@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 
-from testdb.files import read_cache, write_cache
+from testdb.cachestore import Store, cache_key
 from testdb.inventory.groups import Group, from_json, to_json
 
 # The schema (bumped when the scanner's output for the same input changes) and the cache
@@ -18,30 +16,25 @@ __all__ = ["SCHEMA", "FileCache", "default_cache_dir", "file_key"]
 
 
 def file_key(content: bytes, *context: str) -> str:
-    """sha256 of the content and of the context the items depend on (id prefix, config)."""
-    h = hashlib.sha256(f"testdb-inventory-v{SCHEMA}\0".encode())
-    for part in context:
-        h.update(part.encode())
-        h.update(b"\0")
-    h.update(content)
-    return h.hexdigest()
+    """The key of one file's scan (``testdb.cachestore``'s ``inventory`` row): the scanner's
+    ``SCHEMA``, the file's bytes and the context its items depend on, as ``build`` gives it
+    (the static config's fingerprint, the file's id prefix and path, its ``-k`` dirs)."""
+    return cache_key("inventory", SCHEMA, context=context, content=content)
 
 
 class FileCache:
-    """One small JSON file per scanned file; unreadable or corrupt entries are misses."""
+    """One small sealed JSON file per scanned file; unreadable or corrupt entries are misses."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        self._root = str(self.directory)
-
-    def _path(self, key: str) -> str:
         # plain strings: pathlib's parsing shows up when thousands of files are cached
-        return os.path.join(self._root, key[:2], f"{key}.json")
+        self._store = Store("inventory", SCHEMA, str(self.directory), suffix=".json",
+                            fanout=True)
 
     def get(self, key: str) -> list[Group] | None:
         """The entry, or None when missing or damaged (sealed like every cache file, so a
         flipped byte is a miss, not a wrong inventory)."""
-        payload = read_cache(self._path(key))
+        payload = self._store.get(key)
         try:
             return from_json(json.loads(payload)) if payload is not None else None
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):
@@ -50,5 +43,4 @@ class FileCache:
     def put(self, key: str, groups: list[Group]) -> None:
         # Written by scanning workers in parallel: one small file per scanned file, never
         # pruned (the whole-inventory cache is what a warm build reads).
-        write_cache(self._path(key), json.dumps(to_json(groups), separators=(",", ":")).encode(),
-                    keep=None)
+        self._store.put(key, json.dumps(to_json(groups), separators=(",", ":")).encode())
