@@ -539,3 +539,85 @@ def test_the_decorator_memo_answers_as_a_fresh_scan(
     memo._MEMO.clear()
     memo._WORDS.clear()
     assert warm == scan_source(this, "test_m.py", config=cfg), what
+
+
+# -- cold writes: the records written one by one are the bytes the joined form was ---------------
+
+
+def _joined_records(meta: bytes, records: list[bytes]) -> bytes:
+    """``write_records``'s file as it was made before (one ``b"".join`` of everything)."""
+    import marshal
+    import zlib
+
+    from testdb.files import _RECORDS_SEAL
+
+    table, offset = [], 0
+    for rec in records:
+        table.append((offset, len(rec), zlib.crc32(rec)))
+        offset += len(rec)
+    header = marshal.dumps((meta, table))
+    return b"".join([_RECORDS_SEAL, hashlib.sha256(header).digest(),
+                     len(header).to_bytes(8, "little"), header, *records])
+
+
+@pytest.mark.parametrize("records", [[], [b""], [b"a", b"", b"bc" * 70_000, b"d"],
+                                     [bytes([n]) * n for n in range(200)]],
+                         ids=["none", "one-empty", "large", "many-small"])
+def test_write_records_writes_the_joined_bytes(tmp_path: Path, records: list[bytes]) -> None:
+    from testdb.files import Records, write_records
+
+    path = tmp_path / "x-1.records"
+    write_records(str(path), b"meta", records)
+    assert path.read_bytes() == _joined_records(b"meta", records)
+    opened = Records.open(str(path))
+    assert opened is not None
+    assert [opened.get(i) for i in range(len(opened))] == records
+    opened.close()
+
+
+def test_a_packed_inventory_is_written_byte_for_byte_as_before(tmp_path: Path) -> None:
+    """A whole inventory of the benchmark generator's shapes, written by ``write`` (records
+    one by one), is the joined file, and reads back the same items."""
+    import marshal
+    import subprocess
+    import sys
+
+    from testdb.files import Records
+    from testdb.inventory import build_static
+    from testdb.inventory.packed import PackedInventory
+    from testdb.inventory.packed_rows import file_blob
+
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, str(Path(__file__).parents[2] / "benchmarks"
+                                        / "gen_synthetic_tests.py"), str(tree), "--files", "30"],
+                   check=True, capture_output=True)
+    inv = build_static(str(tree), cache=False)
+    by_file: dict[str, list[Any]] = {}
+    for i in inv:
+        by_file.setdefault(i.file, []).append(i)
+    packed = PackedInventory.from_blobs({f: file_blob(items) for f, items in by_file.items()})
+    path = tmp_path / "whole-x.records"
+    packed.write(str(path))
+    opened = Records.open(str(path))
+    assert opened is not None
+    records = [opened.get(i) or b"" for i in range(len(opened))]
+    assert path.read_bytes() == _joined_records(opened.meta, records)
+    opened.close()
+    back = PackedInventory.open(str(path))
+    assert back is not None and list(back) == list(packed)
+    assert marshal.loads(records[-1]) == [packed._names(f) for f in packed.files()]
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path) -> None:
+    from testdb.files import write_bytes_atomic, write_chunks_atomic
+
+    path = tmp_path / "out"
+    write_bytes_atomic(str(path), b"old")
+
+    def chunks() -> Any:
+        yield b"new"
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_chunks_atomic(str(path), chunks())
+    assert path.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["out"]
