@@ -4,50 +4,64 @@ Every cache of the tool keeps answers that are functions of some inputs, and a k
 stale exactly when an input changed that its key does not name. So every key is made here, by
 ``cache_key``: it always mixes in the tool's version, the cache's kind and the layout of its
 records (``fmt``), then each named ingredient. The table says what each cache keys on, and so
-what can make its answer stale (the last column: what is *not* in its key).
+what can make its answer stale (below it: what no key holds).
 
-=============  ================================  ==========================================
-cache (kind)   module                            keyed on (ingredients)
-=============  ================================  ==========================================
-``stamp``      ``testdb/stamp.py``               identity: tool version, plan layout, the
-                                                 ``testdb`` code stamp, the root as given and
-                                                 resolved, explicit input paths (or, for the
-                                                 inventory's and graph's stamps, theirs).
-                                                 The record holds each input's stat and
-                                                 sha256: any change of one is a miss
-``inventory``  ``testdb/inventory/cache.py``     per test file (``file_key``): the scanner's
-                                                 ``SCHEMA``, the file's bytes, the static
-                                                 config's fingerprint, its id prefix and the
-                                                 ``-k`` directory names
-``whole``      ``testdb/inventory/packed.py``    the digest of every file's ``file_key`` and
-                                                 shown path and the inventory code stamp
-                                                 (``tree.whole_format``); the header holds
-                                                 ``packed.FORMAT``
-``decorator``  ``testdb/inventory/memo.py``      in-process only: the decorator's text, the
+==============  ===============================  ==========================================
+cache (kind)    module                           keyed on (ingredients)
+==============  ===============================  ==========================================
+``stamp``       ``testdb/stamp.py``              identity (``plan_stamp``: the plan layout,
+                                                 the ``testdb`` code stamp, the root as given
+                                                 and resolved, explicit input paths; the
+                                                 inventory's and the graph's stamps name
+                                                 theirs); the record holds each input's stat
+                                                 and sha256 and each listed directory's stat:
+                                                 any change of one is a miss
+``inventory``   ``testdb/inventory/cache.py``    one test file's scan (``file_key``): the
+                                                 scanner's ``SCHEMA``, the file's bytes, the
+                                                 static config's fingerprint (its settings,
+                                                 ``SCAN_RULES``, pytest's collection rules),
+                                                 the file's id and its ``-k`` directories;
+                                                 kept inside the whole inventories
+``whole``       ``testdb/inventory/packed.py``   (key made by ``build``) every file's
+                                                 ``file_key`` and shown path and
+                                                 ``tree.whole_format`` (the inventory code
+                                                 stamp); ``packed.FORMAT`` in the header
+``decorator``   ``testdb/inventory/memo.py``     in-process only: the decorator's text, the
                                                  import aliases it names, the config's
-                                                 fingerprint (never on disk)
-``selections`` ``testdb/inventory/select_cache`` pytest's version, the inventory code stamp,
+                                                 fingerprint, the function's name for
+                                                 ``expand`` (never on disk)
+``selections``  ``inventory/select_cache.py``    pytest's version, the inventory code stamp,
                                                  every ``unittest/...`` line in order; each
                                                  entry the digest of its items' fields
-``parts``      ``auditor/part_memo.py``          ``tool_key``, the plan's key, the started
+``parts``       ``auditor/part_memo.py``         ``tool_key``, the plan's key, the started
                                                  stages; each entry its file's ``file_key``
-``audit``      ``reports/audit_memo.py``         ``tool_key``, the change (both commits,
-                                                 paths, changed lines, texts), the root as
-                                                 given and resolved, options given outside
-                                                 the checkout (by content), coverage data (by
+``audit``       ``reports/audit_memo.py``        ``tool_key``, the change (both commits,
+                                                 paths, changed lines, both texts, files
+                                                 outside the root), the root as given and
+                                                 resolved, options given outside the checkout
+                                                 (by content), coverage data (path and
                                                  content), the ``/bot run`` text
-``audittext``  ``reports/audit_memo.py``         the answer's key and digest, render options
-``rec``        ``auditor/replay/cache.py``       ``RECORD_VERSION``, ``tool_key``, the
+``audittext``   ``reports/audit_memo.py``        the answer's key and sha256, render options
+``rec``         ``auditor/replay/cache.py``      ``RECORD_VERSION``, ``tool_key``, the
                                                  options' key, the commit and its parent
-=============  ================================  ==========================================
+==============  ===============================  ==========================================
 
 ``tool_key`` (``testdb.stamp``): the tool's version, Python's and pytest's versions and the
 modules (name and mtime) of every package directory of ``testdb``, ``auditor``, ``reports``.
 
+Not yet on this store (their modules were other helpers' while it was built), with their own
+keys: the plan's index pickle and ``stats`` (``testdb/index.py``, ``testdb/stats.py``: the tool's
+version, the plan schema and ``testdb`` code stamp, each input's role, name and sha256), the
+``where`` records (``testdb/query.py``: the plan's key), the import graph's caches
+(``auditor/graph.py``: file contents, the tree, the change's head-side texts) and the unit-test
+ids beside a whole inventory (``testdb/inventory/build.py``: the whole inventory's key).
+
 What no key holds, so what can make an answer stale: the versions of PyYAML and networkx (not
 in the plan's or the graph's keys, so not in the answers built on them: after upgrading one,
-run once with ``--no-cache`` or empty ``$TESTDB_CACHE_DIR``); an edit to the tool's code that
-keeps every module's mtime (the code stamps are by mtime, as an editable install changes it).
+run once with ``--no-cache`` or empty ``$TESTDB_CACHE_DIR``); an edit of the tool's code that
+keeps every module's mtime (code stamps are by mtime, which an editable install changes); and
+for one file's scan, the scanner's code itself (``SCHEMA`` and ``SCAN_RULES`` are bumped by
+hand when its output for the same source changes).
 
 A record file is sealed (``testdb.files.write_cache``: magic, sha256, payload) and its payload
 starts with its kind and format, so a file cut short, scribbled on, or written by another
