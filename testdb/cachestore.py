@@ -85,6 +85,7 @@ _TOOL = b"testdb-audit-cache"
 class _Hash(Protocol):
     def update(self, data: bytes, /) -> None: ...
     def hexdigest(self) -> str: ...
+    def copy(self) -> Any: ...
 
 
 def tool_version() -> str:
@@ -99,28 +100,34 @@ def cache_key(kind: str, fmt: int | str, /, **ingredients: Ingredient) -> str:
     neighbours (length-prefixed) and None from every string. A list of strings is one
     ingredient (its length, then each). The callers name every ingredient, so what a key
     holds reads at its call site, and in the table above."""
-    import hashlib
+    head = (tool_version(), kind, str(fmt))
+    prefix = _PREFIXES.get(head)
+    if prefix is None:  # the version, kind and format, hashed once per process
+        import hashlib
 
-    h = hashlib.sha256(_TOOL)
-    add(h, tool_version())
-    add(h, kind)
-    add(h, str(fmt))
+        prefix = _PREFIXES[head] = hashlib.sha256(_TOOL)
+        for part in head:
+            add(prefix, part)
+    h = prefix.copy()
     for name, value in ingredients.items():
         add(h, name)
         add(h, value)
     return h.hexdigest()
 
 
+_PREFIXES: dict[tuple[str, str, str], Any] = {}
+
+
 def add(h: _Hash, part: Ingredient) -> None:
     """One field into a running hash, told apart from its neighbours and from None (also for
     callers that hash many parts, such as ``audit_memo.change_digest``)."""
-    if part is None:
-        h.update(b"\1")
-        return
-    if isinstance(part, int):
-        part = str(part)
     if isinstance(part, str):
         part = part.encode("utf-8", "surrogatepass")
+    elif part is None:
+        h.update(b"\1")
+        return
+    elif isinstance(part, int):
+        part = str(part).encode()
     if isinstance(part, bytes):
         h.update(b"\2" + len(part).to_bytes(8, "little"))
         h.update(part)
