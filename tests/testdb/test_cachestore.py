@@ -621,3 +621,63 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         write_chunks_atomic(str(path), chunks())
     assert path.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["out"]
+
+
+# -- a file's scan given back from a kept whole inventory's rows -----------------------------------
+
+
+def _corpus_rows(tmp_path: Path) -> dict[str, list[Any]]:
+    """Every file's item rows, as a whole inventory keeps them, of two corpora: the benchmark
+    generator's shapes and this project's own test modules (classes, marks, parametrize)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from testdb.inventory import build_static
+    from testdb.inventory.packed_rows import _rows
+
+    repo = Path(__file__).parents[2]
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, str(repo / "benchmarks" / "gen_synthetic_tests.py"),
+                    str(tree), "--files", "40"], check=True, capture_output=True)
+    shutil.copytree(repo / "tests", tree / "tests" / "unittest" / "own",
+                    ignore=shutil.ignore_patterns("__pycache__", "fixtures"))
+    by_file: dict[str, list[Any]] = {}
+    for i in build_static(str(tree), cache=False):
+        by_file.setdefault(i.file, []).append(i)
+    return {f: _rows(items) for f, items in by_file.items()}
+
+
+def test_kept_rows_give_back_groups_that_expand_to_them(tmp_path: Path) -> None:
+    from testdb.inventory.cache import groups_of
+    from testdb.inventory.groups import expand
+    from testdb.inventory.packed_rows import row
+
+    rows = _corpus_rows(tmp_path)
+    assert len(rows) > 100 and sum(map(len, rows.values())) > 1000
+    for file, these in rows.items():
+        groups = groups_of(these)
+        assert groups is not None, file
+        assert [row(i) for i in expand(groups, file, these[0][10])] == these, file
+
+
+@pytest.mark.parametrize(("what", "edit"), [
+    ("another node id", lambda r: (r[0] + "x", *r[1:])),
+    ("a keyword list without the item's name", lambda r: (*r[:7], ("other",), *r[8:])),
+    ("a mark twice", lambda r: (*r[:6], (*r[6], *r[6][:1]) or ("m", "m"), *r[7:])),
+    ("another source", lambda r: (*r[:9], "collected", *r[10:])),
+    ("an empty error kept", lambda r: (*r[:11], "")),
+    ("another file's path", lambda r: (*r[:10], "elsewhere.py", *r[11:])),
+])
+def test_a_row_expand_would_not_make_is_a_miss(what: str, edit: Callable[[Any], Any]) -> None:
+    """The trap: rows no scan makes are never given back as a scan (the file is scanned)."""
+    from testdb.inventory.cache import groups_of
+    from testdb.inventory.groups import expand
+    from testdb.inventory.packed_rows import _rows
+    from testdb.inventory.static import scan_groups
+
+    items = expand(scan_groups(SOURCE.replace("(n", "(n, m=1").replace(
+        "@pytest", "@pytest.mark.gpu\n@pytest", 1), "test_x.py", dirs=()), "test_x.py", "p")
+    rows = _rows(items)
+    assert groups_of(rows) is not None and rows[0][6]  # a good file, its first item marked
+    assert groups_of([*rows[:-1], edit(rows[-1])]) is None, what
