@@ -90,10 +90,6 @@ def _texts() -> Store:
     return Store("audittext", TEXT_FORMAT, cache_dir(), keep=TEXT_KEEP)
 
 
-def _path(key: str) -> str:
-    return _answers().path(key)
-
-
 @dataclass(frozen=True)
 class Kept:
     """Where the answer of one audit lies: its key and the sha256 of its bytes."""
@@ -118,9 +114,6 @@ class Kept:
 
     def _text_key(self, options: str) -> str:
         return _texts().key(answer=self.key, answer_digest=self.digest, options=options)
-
-    def _text_path(self, options: str) -> str:
-        return _texts().path(self._text_key(options))
 
 
 @dataclass(frozen=True)
