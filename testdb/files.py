@@ -93,7 +93,8 @@ def write_chunks_atomic(path: str, chunks: Iterable[bytes], *, mode: int | None 
     fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.writelines(chunks)
+            for chunk in chunks:  # write(), not writelines(): a file-like wrapper has it
+                fh.write(chunk)
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
