@@ -14,14 +14,11 @@ Unreadable or damaged files are misses (``read_cache``); a failed write only cos
 
 from __future__ import annotations
 
-import hashlib
-import marshal
-import os
 from collections.abc import Callable, Iterable
 
 from auditor.evidence import Evidence, Level
 from auditor.verdict import Decision
-from testdb.files import read_cache_dict, write_cache
+from testdb.cachestore import Store
 from testdb.stamp import tool_key
 
 FORMAT = 1  # bump when the layout below changes
@@ -43,9 +40,10 @@ def module_links(ids: Iterable[str]) -> list[Evidence]:
 class PartMemo:
     """Parts by test file id, each with the key of the items it was judged from."""
 
-    def __init__(self, path: str, parts: dict[str, tuple[str, _Stored]],
+    def __init__(self, store: Store, key: str, parts: dict[str, tuple[str, _Stored]],
                  key_of: Callable[[str], str | None]) -> None:
-        self.path = path
+        self._store, self._key = store, key
+        self.path = store.path(key)
         self._parts = parts
         self._key_of = key_of
         self._dirty = False
@@ -55,24 +53,23 @@ class PartMemo:
              key_of: Callable[[str], str | None]) -> PartMemo:
         """The memo of this plan (``Index.key``) and this pipeline (the started stages);
         ``key_of``: a test file id's items key (None: unknown, never memoized)."""
-        h = hashlib.sha256(f"parts-v{FORMAT}\0{tool_key()}\0{plan_key}\0".encode())
-        h.update("\0".join(sorted(started)).encode())
-        path = os.path.join(cache_dir, f"parts-{h.hexdigest()}.marshal")
-        parts: dict[str, tuple[str, _Stored]] = read_cache_dict(path)
-        return cls(path, parts, key_of)
+        store = Store("parts", FORMAT, cache_dir, keep=KEEP)
+        key = store.key(tool=tool_key(), plan=plan_key, started=sorted(started))
+        parts = store.load(key)
+        return cls(store, key, parts if isinstance(parts, dict) else {}, key_of)
 
     def get(self, file_id: str) -> Part | None:
         """The file's part, when it was judged from the items the file has now."""
         entry = self._parts.get(file_id)
-        if entry is None or entry[0] != self._key_of(file_id):
-            return None
         try:
+            if entry is None or entry[0] != self._key_of(file_id):
+                return None
             verdict, decided, deciding, pre, other, invalid, weak, top, stages = entry[1]
             d = Decision(MODULE if decided else None, verdict, tuple(module_links(deciding)), pre,
                          other, invalid, weak)
             return d, [(int(o), str(t)) for o, t in top], frozenset(stages)
-        except (TypeError, ValueError):  # a layout this code does not know: judged afresh
-            return None
+        except (TypeError, ValueError, IndexError, KeyError):  # a layout this code does not
+            return None  # know: judged afresh
 
     def put(self, file_id: str, part: Part) -> None:
         key = self._key_of(file_id)
@@ -86,5 +83,5 @@ class PartMemo:
 
     def save(self) -> None:
         if self._dirty:
-            write_cache(self.path, marshal.dumps(self._parts), keep=KEEP)
+            self._store.dump(self._key, self._parts)
             self._dirty = False

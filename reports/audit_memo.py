@@ -30,7 +30,6 @@ text that cannot be read, render afresh.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import marshal
@@ -39,13 +38,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from testdb.cachestore import Store, add, cache_key
 from testdb.errors import Diagnostic, Severity, SourceLoc
-from testdb.files import read_cache, write_cache
 from testdb.stamp import cache_dir, tool_key
 
-FORMAT = 2  # bump when the layout below changes
+FORMAT = 3  # bump when the layout below changes (3: the version in the store's tag)
 KEEP = 64  # answers kept: a PR's heads, a reviewer's ranges
-TEXT_FORMAT = 2  # bump when the layout of a kept rendering changes
+TEXT_FORMAT = 3  # bump when the layout of a kept rendering changes
 TEXT_KEEP = 2 * KEEP  # renderings kept: text and markdown, with and without colour
 
 
@@ -55,46 +54,40 @@ def memo_key(change: Any, *, root: str, options_key: str, coverage: str | None,
     (the audit itself then says what is wrong with it). ``change``: ``auditor.diff.Change``
     from git; ``options_key``: ``ReplayOptions.key()`` of --stages, --triggers,
     --platform-facts and --rules."""
-    h = hashlib.sha256(f"audit-memo-v{FORMAT}\0{tool_key()}\0".encode())
-    for part in (root, os.path.realpath(root), options_key, bot_command):
-        _add(h, part)
+    coverage_digest = None
     if coverage is not None:
         try:
             with open(coverage, "rb") as fh:
-                data = fh.read()
+                coverage_digest = hashlib.sha256(fh.read()).hexdigest()
         except OSError:
             return None
-        _add(h, coverage)
-        h.update(hashlib.sha256(data).digest())
-    h.update(change_digest(change).encode())
-    return h.hexdigest()
+    return cache_key("audit", FORMAT, tool=tool_key(), root=root,
+                     resolved_root=os.path.realpath(root), options=options_key,
+                     bot_command=bot_command, coverage=coverage,
+                     coverage_digest=coverage_digest, change=change_digest(change))
 
 
 def change_digest(change: Any) -> str:
     """Everything of a change the audit reads: both commits, its files' paths, changed lines
     and texts, the files outside --root."""
     h = hashlib.sha256(b"change\0")
-    for part in (change.base, change.head, change.source, change.checkout_side,
-                 *change.outside_root, "\0files"):
-        _add(h, part)
+    for part in (change.base, change.head, change.source, change.checkout_side):
+        add(h, part)
+    add(h, list(change.outside_root))
+    add(h, len(change.files))
     for f in change.files:
         for part in (f.old_path, f.new_path, ",".join(map(str, sorted(f.added))),
                      ",".join(map(str, sorted(f.removed))), f.old_text, f.new_text):
-            _add(h, part)
+            add(h, part)
     return h.hexdigest()
 
 
-def _add(h: Any, part: str | None) -> None:
-    """One field, told apart from its neighbours and from None."""
-    if part is None:
-        h.update(b"\1")
-        return
-    data = part.encode("utf-8", "surrogatepass")
-    h.update(b"\2" + len(data).to_bytes(8, "little") + data)
+def _answers() -> Store:
+    return Store("audit", FORMAT, cache_dir(), keep=KEEP)
 
 
-def _path(key: str) -> str:
-    return os.path.join(cache_dir(), f"audit-{key}.marshal")
+def _texts() -> Store:
+    return Store("audittext", TEXT_FORMAT, cache_dir(), keep=TEXT_KEEP)
 
 
 @dataclass(frozen=True)
@@ -107,25 +100,20 @@ class Kept:
     def rendered(self, options: str, render: Callable[[], str]) -> str:
         """The output kept for this answer under ``options`` (every render option that can
         change a byte of it, in words), else ``render()``, kept for the next time."""
-        path = self._text_path(options)
-        payload = read_cache(path)
-        if payload is not None:
-            try:
-                version, kept_options, text = marshal.loads(payload)
-                if version == TEXT_FORMAT and kept_options == options and isinstance(text, str):
-                    return text
-            except (ValueError, EOFError, TypeError):
-                pass  # another layout: rendered afresh below
+        store = _texts()
+        key = self._text_key(options)
+        try:
+            kept_options, text = store.load(key)
+            if kept_options == options and isinstance(text, str):
+                return text
+        except (ValueError, TypeError):
+            pass  # missing, damaged, another layout: rendered afresh below
         text = render()
-        with contextlib.suppress(ValueError):  # a string marshal cannot write: not kept
-            write_cache(path, marshal.dumps((TEXT_FORMAT, options, text)), keep=TEXT_KEEP)
+        store.dump(key, (options, text))  # a string marshal cannot write: not kept
         return text
 
-    def _text_path(self, options: str) -> str:
-        h = hashlib.sha256(f"audit-text-v{TEXT_FORMAT}\0".encode())
-        for part in (self.key, self.digest, options):
-            _add(h, part)
-        return os.path.join(cache_dir(), f"audittext-{h.hexdigest()}.marshal")
+    def _text_key(self, options: str) -> str:
+        return _texts().key(answer=self.key, answer_digest=self.digest, options=options)
 
 
 @dataclass(frozen=True)
@@ -149,12 +137,12 @@ def get(key: str) -> tuple[dict[str, Any], list[Diagnostic]] | None:
 
 def get_answer(key: str) -> Answer | None:
     """``get``, the JSON decoded when asked, and where the answer lies (for its renderings)."""
-    payload = read_cache(_path(key))
+    payload = _answers().get(key)
     if payload is None:
         return None
     try:
-        version, diags, summary, blob = marshal.loads(payload)
-        if version != FORMAT or not isinstance(summary, dict) or not isinstance(blob, bytes):
+        diags, summary, blob = marshal.loads(payload)
+        if not isinstance(summary, dict) or not isinstance(blob, bytes):
             return None
         return Answer(summary, [Diagnostic(SourceLoc(path, line), Severity(sev), message, rule)
                                 for path, line, sev, message, rule in diags],
@@ -174,10 +162,10 @@ def put(key: str, data: dict[str, Any], diagnostics: list[Diagnostic]) -> Kept |
     """Keep an answer; where it lies, or None when marshal cannot write it."""
     diags = [(d.loc.path, d.loc.line, d.severity.value, d.message, d.rule) for d in diagnostics]
     try:
-        payload = marshal.dumps((FORMAT, diags, data["summary"], marshal.dumps(data)))
+        payload = marshal.dumps((diags, data["summary"], marshal.dumps(data)))
     except ValueError:  # a value marshal cannot write: nothing kept
         return None
-    write_cache(_path(key), payload, keep=KEEP)
+    _answers().put(key, payload)
     return _kept(key, payload)
 
 

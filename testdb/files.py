@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import marshal
 import os
 import stat
 import zlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
@@ -77,6 +79,13 @@ def write_bytes_atomic(path: str, data: bytes, *, mode: int | None = None) -> No
     """Write via a temp file in the same directory and os.replace: a reader never sees half a
     file, an interrupted write leaves the old one, and no temp file is left behind. The file
     is 0600 (mkstemp's mode) unless ``mode`` is given."""
+    write_chunks_atomic(path, (data,), mode=mode)
+
+
+def write_chunks_atomic(path: str, chunks: Iterable[bytes], *, mode: int | None = None
+                        ) -> None:
+    """``write_bytes_atomic`` of ``b"".join(chunks)``, each chunk written in turn: joining
+    tens of MB of records into one object first cost as much as writing them."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     import tempfile  # here: reading caches (a warm answer) never needs it
@@ -84,7 +93,8 @@ def write_bytes_atomic(path: str, data: bytes, *, mode: int | None = None) -> No
     fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for chunk in chunks:  # write(), not writelines(): a file-like wrapper has it
+                fh.write(chunk)
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
@@ -201,9 +211,10 @@ def write_records(path: str, meta: bytes, records: list[bytes], *, keep: int = 8
         table.append((offset, len(rec), zlib.crc32(rec)))
         offset += len(rec)
     header = marshal.dumps((meta, table))
+    head = b"".join([_RECORDS_SEAL, hashlib.sha256(header).digest(),
+                     len(header).to_bytes(8, "little"), header])
     with contextlib.suppress(OSError):
-        write_bytes_atomic(path, b"".join([_RECORDS_SEAL, hashlib.sha256(header).digest(),
-                                           len(header).to_bytes(8, "little"), header, *records]))
+        write_chunks_atomic(path, itertools.chain((head,), records))
         prune(path, keep)
 
 

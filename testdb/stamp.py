@@ -14,13 +14,13 @@ every check, as git does. A directory inside that window makes the stamp unusabl
 
 from __future__ import annotations
 
-import hashlib
-import marshal
 import os
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
-from testdb.files import read_cache, read_text, sha256_text, write_cache
+from testdb.cachestore import Store
+from testdb.files import read_text, sha256_text
 
 VERSION = 1
 RACY_NS = 2_000_000_000  # FAT's 2 s clock is the coarsest a checkout is likely to live on
@@ -106,19 +106,19 @@ class Stamp:
                  digest: Callable[[str], str] = text_digest) -> None:
         """``digest``: what the recorded digests are of a file (read again when racy)."""
         self.digest = digest
-        h = hashlib.sha256(f"stamp{VERSION}".encode())
-        for part in identity:
-            h.update(part.encode("utf-8", "surrogateescape") + b"\0")
-        self.path = os.path.join(directory, f"stamp-{h.hexdigest()[:32]}.marshal")
+        self._store = Store("stamp", VERSION, directory, keep=KEEP)
+        # a path that is not UTF-8 has lone surrogates (surrogateescape): cache_key keeps them
+        self._key = self._store.key(identity=list(identity))[:32]
+        self.path = self._store.path(self._key)
+
+    def _read(self) -> Any:
+        return self._store.load(self._key)
 
     def check(self) -> tuple[dict[str, object], str] | None:
         """``(what was recorded, content key)`` when nothing recorded has changed, else None."""
-        payload = read_cache(self.path)
-        if payload is None:
-            return None
         try:
-            written, dirs, files, extra, key = marshal.loads(payload)
-        except (ValueError, EOFError, TypeError):
+            written, dirs, files, extra, key = self._read()
+        except (ValueError, TypeError):  # missing, damaged, or another layout
             return None
         for path, st in dirs:
             if stat_of(path, follow=False) != st or (st and _racy(st, written)):
@@ -136,17 +136,15 @@ class Stamp:
                 rehashed = True
         if rehashed and not any(_racy(st, time.time_ns()) for _, st, _ in files):
             # Verified by content, and now outside the window: later checks need no hashing.
-            write_cache(self.path, marshal.dumps((time.time_ns(), dirs, files, extra, key)),
-                        keep=KEEP)
+            self._store.dump(self._key, (time.time_ns(), dirs, files, extra, key))
         return extra, key
 
     def recorded_key(self) -> str | None:
         """The key of the last stamp written, whether or not it still holds: what was built
         last time (a builder may reuse the parts of it that did not change)."""
-        payload = read_cache(self.path)
         try:
-            key = marshal.loads(payload)[4] if payload is not None else None
-        except (ValueError, EOFError, TypeError, IndexError):
+            key = self._read()[4]
+        except (TypeError, IndexError, KeyError):
             return None
         return key if isinstance(key, str) else None
 
@@ -167,8 +165,7 @@ class Stamp:
         if any(st is None or p not in digests for p, st in files):
             return
         rows = [(p, st, digests[p]) for p, st in files]
-        write_cache(self.path, marshal.dumps((time.time_ns(), dirs, rows, extra, key)),
-                    keep=KEEP)
+        self._store.dump(self._key, (time.time_ns(), dirs, rows, extra, key))
 
 
 def _racy(st: Stat, written_ns: int) -> bool:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 
 from auditor.replay.model import RECORD_VERSION, CommitRecord, record_from_json, record_json
 from auditor.replay.options import replay_dir
+from testdb.cachestore import Store
 from testdb.errors import InputError
-from testdb.files import prune, read_cache, write_cache
 from testdb.stamp import tool_key
 
 # Records kept (a few KB each), the newest written; every change of the tool's code or of the
@@ -26,30 +24,35 @@ class RecordCache:
 
     def __init__(self, options_key: str, directory: str | None = None) -> None:
         self.dir = directory or os.path.join(replay_dir(), "records")
-        self._salt = f"{RECORD_VERSION}|{tool_key()}|{options_key}"
+        # pruned once a run (``prune``), not on every record written
+        self._store = Store("rec", RECORD_VERSION, self.dir, keep=KEEP, suffix=".json",
+                            prune_each=False)
+        self._tool, self._options = tool_key(), options_key
+
+    def _key(self, sha: str, parent: str | None) -> str:
+        return self._store.key(tool=self._tool, options=self._options, sha=sha,
+                               parent=parent)[:40]
 
     def _path(self, sha: str, parent: str | None) -> str:
-        key = hashlib.sha256(f"{self._salt}|{sha}|{parent}".encode()).hexdigest()[:40]
-        return os.path.join(self.dir, f"rec-{key}.json")
+        return self._store.path(self._key(sha, parent))
 
     def get(self, sha: str, parent: str | None) -> CommitRecord | None:
-        payload = read_cache(self._path(sha, parent))
+        payload = self._store.get(self._key(sha, parent))
         if payload is None:
             return None
         try:
             rec = record_from_json(json.loads(payload), "replay cache")
-        except (InputError, ValueError, TypeError, KeyError):
+        except (InputError, ValueError, TypeError, KeyError, RecursionError):
             return None
-        return rec if rec.sha == sha else None
+        return rec if rec.sha == sha and rec.parent == parent else None
 
     def put(self, rec: CommitRecord) -> None:
         if rec.status == "failed":  # a failure may be the environment's: try again next time
             return
         payload = json.dumps(record_json(rec), separators=(",", ":")).encode("utf-8")
-        write_cache(self._path(rec.sha, rec.parent), payload, keep=None)  # pruned per run
+        self._store.put(self._key(rec.sha, rec.parent), payload)
 
     def prune(self) -> None:
-        """Keep the ``KEEP`` newest records (``testdb.files.prune``, as the other caches do);
+        """Keep the ``KEEP`` newest records (``Store.prune``, as the other caches do);
         called once a run, not on every record written."""
-        with contextlib.suppress(OSError):
-            prune(os.path.join(self.dir, "rec-"), KEEP)
+        self._store.prune()

@@ -25,6 +25,9 @@ class DecoratorMemo:
     A decorator is self-contained when every identifier in its text is unbound in the module
     (builtins, keywords, attribute names, words inside strings) or an import alias, whose
     meaning goes into the key. Anything naming a module constant or def is classified afresh.
+    The memo lives in this process only, keyed by a tuple (hashing each key, as the caches on
+    disk do, would cost the scan what the memo saves); its row in ``testdb/cachestore.py``'s
+    key table says what the key holds.
     """
 
     def __init__(self, raw: bytes, config: StaticConfig) -> None:

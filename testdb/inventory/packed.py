@@ -12,6 +12,11 @@ A new head of the same tree usually changes a few test files: ``replace_files`` 
 inventory holding the changed files' blobs that asks its parent for the others, adjusting the
 counts and index by those files alone (index entries are positions within a file's ids, so
 every other file's entries stay valid).
+
+The file is a cache like the others (``testdb/cachestore.py``'s key table, row ``whole``):
+written atomically, its layout (``FORMAT``) in its sealed header, a damaged or foreign file a
+miss. It keeps its own records format, read lazily, since a warm audit reads a few hundred of
+its thousands of records; the builder names it by its key (``testdb.inventory.build``).
 """
 
 from __future__ import annotations

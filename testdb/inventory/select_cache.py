@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 from collections.abc import Sequence
 
-from testdb.files import read_cache_dict, write_cache
+from testdb.cachestore import Store
 from testdb.inventory.model import InventoryItem
 from testdb.stamp import code_stamp
 
@@ -29,9 +28,10 @@ class SelectionCache:
     Unreadable or damaged files are misses (``read_cache``); a failed write only costs speed.
     """
 
-    def __init__(self, path: str, files: dict[str, tuple[bytes, tuple[Positions, ...]]]
-                 ) -> None:
-        self.path = path
+    def __init__(self, store: Store, key: str,
+                 files: dict[str, tuple[bytes, tuple[Positions, ...]]]) -> None:
+        self._store, self._key = store, key
+        self.path = store.path(key)
         self._files = files
         self._shared: dict[Positions, Positions] = {}  # one object per answer: marshal refs
         self._dirty = False
@@ -40,13 +40,12 @@ class SelectionCache:
     def open(cls, cache_dir: str, lines: Sequence[str]) -> SelectionCache:
         import _pytest._version  # the version alone: the evaluator itself is not imported
 
-        h = hashlib.sha256(f"selections-v{FORMAT}\0{_pytest._version.version}\0".encode())
-        h.update(code_stamp(os.path.dirname(os.path.abspath(__file__))).encode())
-        for text in lines:
-            h.update(b"\0" + text.encode())
-        path = os.path.join(cache_dir, f"selections-{h.hexdigest()}.marshal")
-        files: dict[str, tuple[bytes, tuple[Positions, ...]]] = read_cache_dict(path)
-        return cls(path, files)
+        store = Store("selections", FORMAT, cache_dir, keep=KEEP)
+        key = store.key(pytest=_pytest._version.version,
+                        code=code_stamp(os.path.dirname(os.path.abspath(__file__))),
+                        lines=lines)
+        files = store.load(key)
+        return cls(store, key, files if isinstance(files, dict) else {})
 
     def get(self, file: str, key: bytes, n: int) -> tuple[Positions, ...] | None:
         """The selecting lines of each of the ``n`` items whose ``items_digest`` is ``key``."""
@@ -62,7 +61,7 @@ class SelectionCache:
 
     def save(self) -> None:
         if self._dirty:
-            write_cache(self.path, marshal.dumps(self._files), keep=KEEP)
+            self._store.dump(self._key, self._files)
             self._dirty = False
 
 

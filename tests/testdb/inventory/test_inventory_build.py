@@ -10,7 +10,6 @@ import pytest
 from inventory_suites import write_tree
 
 from testdb.errors import InputError
-from testdb.files import write_cache
 from testdb.inventory import build, build_static, find_test_files
 from testdb.inventory.cache import FileCache, default_cache_dir
 
@@ -78,9 +77,10 @@ def test_cache_hits_and_invalidation(checkout: Path, tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     store = FileCache(tmp_path / "cache")
     first = build_static(str(checkout), cache=store)
-    entries = list((tmp_path / "cache").rglob("*.json"))
-    assert len(entries) == 5
-    assert not list((tmp_path / "cache").rglob(".tmp-*"))  # atomic writes leave no temp files
+    # one whole inventory, no entry per scanned file (it keeps their rows under their keys)
+    assert not list((tmp_path / "cache").rglob("*.json"))
+    assert len(list((tmp_path / "cache").glob("whole-*.records"))) == 1
+    assert not list((tmp_path / "cache").rglob(".*.tmp"))  # atomic writes leave no temp files
 
     def no_scan(*args: object, **kwargs: object) -> None:
         raise AssertionError("scanned although cached")
@@ -93,6 +93,49 @@ def test_cache_hits_and_invalidation(checkout: Path, tmp_path: Path,
     target.write_text("def test_e2e_renamed():\n    pass\n")
     again = build_static(str(checkout), cache=store)
     assert "test_e2e.py::test_e2e_renamed" in again and "test_e2e.py::test_e2e" not in again
+
+
+def _counting_scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    scanned: list[str] = []
+    real = build.scan_groups
+
+    def counting(content: bytes, file_id: str, **kw: object) -> object:
+        scanned.append(file_id)
+        return real(content, file_id, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "scan_groups", counting)
+    return scanned
+
+
+def _forget_stamps(cache: Path) -> None:
+    """Without its stamp a build has no last inventory to build on: each file's scan comes
+    from the file cache (the kept whole inventories) or is scanned."""
+    for stamp in cache.glob("stamp-*"):
+        stamp.unlink()
+
+
+def test_files_are_found_in_any_kept_whole_inventory(checkout: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's scan is found in an older whole inventory too (another branch's), not only
+    in the newest: only the file no kept inventory has is scanned, and the answer is a fresh
+    build's. The trap: the kept inventory's other version of a changed file is not used."""
+    cache = tmp_path / "cache"
+    store = FileCache(cache)
+    target = checkout / "tests/integration/defs/test_e2e.py"
+    build_static(str(checkout), cache=store)  # branch A
+    text_a = target.read_text()
+    target.write_text("def test_on_branch_b():\n    pass\n")
+    build_static(str(checkout), cache=FileCache(cache))  # branch B: the newest
+    target.write_text(text_a)  # back on A, with a new file A's inventory lacks
+    (checkout / "tests/integration/defs/test_new.py").write_text("def test_new():\n    pass\n")
+    _forget_stamps(cache)
+    scanned = _counting_scans(monkeypatch)
+    got = build_static(str(checkout), cache=FileCache(cache))
+    assert scanned == ["test_new.py"]
+    monkeypatch.undo()
+    want = build_static(str(checkout), cache=False)
+    assert sorted(got, key=lambda i: i.nodeid) == sorted(want, key=lambda i: i.nodeid)
+    assert "test_e2e.py::test_e2e" in got and "test_e2e.py::test_on_branch_b" not in got
 
 
 @pytest.mark.parametrize("racy", [True, False], ids=["right-after", "later"])
@@ -155,25 +198,64 @@ def test_a_rebuild_scans_only_the_changed_files(checkout: Path, tmp_path: Path,
     assert "test_e2e.py::test_e2e[2]" in got
 
 
-def test_corrupt_cache_entry_is_a_miss(checkout: Path, tmp_path: Path) -> None:
-    store = FileCache(tmp_path / "cache")
-    first = build_static(str(checkout), cache=store)
-    entries = list((tmp_path / "cache").rglob("*.json"))
-    damages = [
-        lambda p: p.write_text("{not json"),
-        lambda p: p.write_bytes(p.read_bytes()[:-3]),  # cut short: the seal no longer holds
-        # well sealed, but nested too deep for json, or of the wrong shape
-        lambda p: write_cache(str(p), b"[" * 100_000 + b"]" * 100_000, keep=None),
-        lambda p: write_cache(str(p), b'[{"a": 1}]', keep=None),
-    ]
-    for damage in damages:
-        for entry in entries:
-            damage(entry)
-        for whole in (tmp_path / "cache").glob("whole-*"):
-            whole.unlink()  # so the per-file entries are read
-        for stamp in (tmp_path / "cache").glob("stamp-*"):
-            stamp.unlink()
-        assert build_static(str(checkout), cache=store).items == first.items
+@pytest.mark.parametrize("damage", ["cut", "scribbled-record", "scribbled-keys",
+                                    "scribbled-header", "foreign-format", "other-rows"])
+def test_a_damaged_kept_inventory_is_a_miss_for_each_file(
+        checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    """A kept whole inventory that is cut short, scribbled on, of another layout, or whose
+    rows the scanner would not make, gives no file's scan: the files are scanned again and
+    the answer is a fresh build's."""
+    import marshal
+
+    from testdb.inventory.packed import FORMAT, PackedInventory
+
+    cache = tmp_path / "cache"
+    build_static(str(checkout), cache=FileCache(cache))
+    (kept,) = cache.glob("whole-*.records")
+    data = bytearray(kept.read_bytes())
+    if damage == "cut":
+        kept.write_bytes(bytes(data[: len(data) // 2]))
+    elif damage in ("scribbled-record", "scribbled-keys"):
+        inv = PackedInventory.open(str(kept))
+        assert inv is not None
+        f = "test_e2e.py"
+        key = inv.file_key(f) or ""
+        blob = inv.blob_for(f, key) if damage == "scribbled-record" else marshal.dumps(
+            {g: inv.file_key(g) for g in inv.files() if inv.file_key(g)})
+        at = data.find(blob or b"-")
+        assert at > 0
+        data[at + len(blob or b"") // 2] ^= 0xFF
+        kept.write_bytes(bytes(data))
+    elif damage == "scribbled-header":
+        data[60:70] = bytes(10)
+        kept.write_bytes(bytes(data))
+    else:
+        inv = PackedInventory.open(str(kept))
+        assert inv is not None
+        if damage == "foreign-format":
+            monkeypatch.setattr("testdb.inventory.packed.FORMAT", FORMAT + "-other")
+            inv.materialized().write(str(kept))
+            monkeypatch.undo()
+        else:  # well sealed, but a row no scan makes (a keyword list without the name)
+            mat = inv.materialized()
+            f = "test_e2e.py"
+            rows = [list(r) for r in marshal.loads(mat.blob_for(f, mat.file_key(f) or "")
+                                                   or b"")]
+            rows[0][7] = ("not-the-name",)
+            odd = mat.replace_files(set(), {f: marshal.dumps([tuple(r) for r in rows])},
+                                    keys={f: mat.file_key(f) or ""})
+            odd.write(str(kept))
+    (checkout / "tests/integration/defs/test_new.py").write_text("def test_new():\n    pass\n")
+    _forget_stamps(cache)
+    scanned = _counting_scans(monkeypatch)
+    got = build_static(str(checkout), cache=FileCache(cache))
+    monkeypatch.undo()
+    want = build_static(str(checkout), cache=False)
+    assert sorted(got, key=lambda i: i.nodeid) == sorted(want, key=lambda i: i.nodeid)
+    if damage in ("other-rows", "scribbled-record"):
+        assert sorted(scanned) == ["test_e2e.py", "test_new.py"]  # the others were good
+    else:  # nothing of the file is used
+        assert sorted(scanned) == sorted(got.files())
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
