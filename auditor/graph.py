@@ -14,21 +14,27 @@ import hashlib
 import marshal
 import os
 import pickle
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from auditor.behaviour import module_name
 from auditor.modinfo import ModuleInfo
 from auditor.resolve import definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
-from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
+from testdb.parallel import MIN_ITEMS, in_child_parts, parallel_map, usable_cpus
 from testdb.stamp import Stamp, cache_dir, code_stamp, stat_of
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from testdb.parallel import Scans
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
@@ -42,19 +48,54 @@ def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None)
     return ".".join([*base, *([target] if target else [])])
 
 
+def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, at any depth: in its body, class bodies, function
+    bodies (``def f(): import x``: lazy imports are imports), and the blocks of ``if``,
+    ``try``, ``with``, loops and ``match``; in source order.
+
+    Only statement lists are visited, not expressions: an import is a statement, and the
+    grammar puts statements only in a node's list fields (``body``, ``orelse``,
+    ``finalbody``, ``handlers``' and ``cases``' bodies). ``ast.walk`` finds the same
+    statements by visiting every node of the tree, about ten times as many (most of a scan's
+    time, docs/benchmarks.md)."""
+    todo: list[ast.AST] = list(reversed(tree.body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        inner: list[ast.AST] = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                inner += (x for x in value if isinstance(x, _STATEMENT_HOLDERS))
+        todo += reversed(inner)
+
+
+# What a statement list holds: statements, and the except handlers and match cases whose
+# bodies are statement lists.
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def scan_module(path: str, text: str) -> ModuleInfo:
-    mod = module_name(path)
-    info = ModuleInfo(path, mod)
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return info
+        return ModuleInfo(path, module_name(path))
+    return scan_parsed(path, tree)
+
+
+def scan_parsed(path: str, tree: ast.Module) -> ModuleInfo:
+    """``scan_module`` of a module already parsed (``_Shared`` parses a test file once for
+    this and for the inventory); the tree is only read."""
+    mod = module_name(path)
+    info = ModuleInfo(path, mod)
     is_pkg = path.endswith("__init__.py")
-    for node in ast.walk(tree):
+    for node in import_statements(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 info.imports.add(a.name)
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = (_resolve_relative(mod, is_pkg, node.level, node.module) if node.level
                     else node.module or "")
             info.imports.add(base)
@@ -144,9 +185,11 @@ def start_graph(root: str, texts: dict[str, str] | None = None,
 
 
 def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
-           use_cache: bool, child: bool = True) -> tuple[Callable[[], ImportGraph], list[str]]:
+           use_cache: bool, child: bool = True, scans: Scans | None = None
+           ) -> tuple[Callable[[], ImportGraph], list[str]]:
     """``start_graph``, and the list its function fills with the plain form's path once it
-    is written. ``child``: a cold build of many modules may run in a child process."""
+    is written. ``child``: a cold build of many modules may run in a child process;
+    ``scans``: what runs the scans the cache lacks (``parallel_map`` unless given)."""
     stamp = _tree_stamp(root) if use_cache else None
     hit = stamp.check() if stamp is not None else None
     change = _change_key(texts, exclude)
@@ -179,7 +222,7 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
             misses.append((rel, data))
     # A cold checkout has thousands of modules to parse: in worker processes when that many,
     # started now and collected by finish().
-    results = parallel_map(_scan_bytes, misses)
+    results = (scans or parallel_map)(_scan_bytes, misses)
 
     def finish() -> ImportGraph:
         for (rel, data), info in zip(misses, results, strict=True):
@@ -208,13 +251,23 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
 
 def _in_child(root: str, texts: dict[str, str] | None, exclude: set[str] | None
               ) -> Callable[[], ImportGraph]:
-    """The build in a child process (``testdb.parallel.in_child``): networkx is imported and
-    the scans' results are read there, and the plain form written; the function returned
-    reads that form, as a warm audit does. Should the child fail, the graph is built here."""
-    built = in_child(_build_plain, root, texts, exclude)
+    """The build in a child process (``testdb.parallel.in_child_parts``): networkx is
+    imported and the scans' results are read there, and the plain form written; the function
+    returned reads that form, as a warm audit does. Should the child fail, the graph is built
+    here.
+
+    The same child builds the checkout's default static inventory (``start_static(root)``,
+    which an audit starts next, takes its answer: ``started_with_graph``): a test file is
+    both a module of the graph and a file of the inventory, and parsing it is most of either
+    scan, so each is parsed once, for both (``_Shared``)."""
+    from testdb.inventory.build import started_with_graph
+
+    answer = in_child_parts(_build_both, root, texts, exclude, _inventory_dir())
+    withdraw = started_with_graph(root, lambda: answer("inventory"))
 
     def opened() -> ImportGraph:
-        path = built()
+        withdraw()  # the inventory not taken by now is built afresh by whoever asks later
+        path = answer("graph")
         plain = _read_plain(path) if path else None
         if plain is not None:
             return plain
@@ -223,13 +276,130 @@ def _in_child(root: str, texts: dict[str, str] | None, exclude: set[str] | None
     return opened
 
 
-def _build_plain(root: str, texts: dict[str, str] | None, exclude: set[str] | None
-                 ) -> str | None:
-    """In the child: build the graph and answer where its plain form was written."""
+def _inventory_dir() -> str:
+    from testdb.inventory.cache import FileCache
+
+    return str(FileCache().directory)
+
+
+def _build_both(tell: Callable[[str, object], None], root: str, texts: dict[str, str] | None,
+                exclude: set[str] | None, directory: str) -> None:
+    """In the child: the inventory and the graph from one set of scans; each answer (the
+    whole inventory's key, the plain form's path) told as soon as it is written."""
+    from testdb.inventory import build as inventory
+    from testdb.inventory.cache import FileCache
+    from testdb.inventory.config import DEFAULT_CONFIG
+
     with gc_paused():
-        finish, written = _start(root, texts, exclude, use_cache=True, child=False)
-        finish()
-    return written[0] if written else None
+        shared = _Shared()
+        graph_done, written = _start(root, texts, exclude, use_cache=True, child=False,
+                                     scans=shared.scans("graph"))
+        inventory_done, whole = inventory._start(
+            root, None, DEFAULT_CONFIG, FileCache(directory), None,
+            child=False, scans=shared.scans("inventory"))
+        shared.run()
+        try:
+            inventory_done()
+            tell("inventory", whole)
+        except Exception:  # the parent builds it again and meets the error there
+            pass
+        graph_done()
+        tell("graph", written[0] if written else None)
+
+
+class _Shared:
+    """The scans two builds ask for, run as one map (``Scans``): a file that both scan
+    (a test file: a module of the graph, a file of the inventory, with the same bytes) is
+    parsed once, and each build's scan reads that tree. Each build's results come back to
+    it in the order it asked, as from ``parallel_map``; ``run`` runs them."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, tuple[Callable[[Any], Any], list[Any]]] = {}
+        self.results: dict[str, list[Any]] = {}
+
+    def scans(self, name: str) -> Scans:
+        def scans(fn: Callable[[_T], _R], items: list[_T], /) -> Iterator[_R]:
+            self.asked[name] = (fn, items)
+            return self._results(name)
+
+        return scans
+
+    def _results(self, name: str) -> Iterator[Any]:
+        yield from self.results[name]  # a generator: read once ``run`` has filled it
+
+    def run(self) -> None:
+        from testdb.inventory.build import _scan_prepared
+
+        graph_fn, modules = self.asked.get("graph", (_scan_bytes, []))
+        inventory_fn, files = self.asked.get("inventory", (_scan_prepared, []))
+        # Inventory jobs by the file's shown path, which is its path below the checkout (the
+        # default test directories lie inside it): the graph's name for the same module.
+        by_path = {job[6]: k for k, job in enumerate(files)}
+        shared = graph_fn is _scan_bytes and inventory_fn is _scan_prepared
+        jobs: list[tuple[Any, ...]] = []
+        slots: list[tuple[int, int]] = []
+        paired: set[int] = set()
+        for g, (rel, data) in enumerate(modules):
+            k = by_path.get(rel, -1) if shared else -1
+            if k >= 0 and files[k][0] == data and _one_parse_fits(data):
+                jobs.append(("both", rel, data, files[k]))
+                slots.append((g, k))
+                paired.add(k)
+            else:
+                jobs.append(("one", graph_fn, (rel, data)))
+                slots.append((g, -1))
+        for k, job in enumerate(files):
+            if k not in paired:
+                jobs.append(("one", inventory_fn, job))
+                slots.append((-1, k))
+        graph_out: list[Any] = [None] * len(modules)
+        inventory_out: list[Any] = [None] * len(files)
+        for (g, k), got in zip(slots, parallel_map(_shared_scan, jobs, min_items=MIN_ITEMS),
+                               strict=True):
+            if g >= 0 and k >= 0:
+                graph_out[g], inventory_out[k] = got
+            elif g >= 0:
+                graph_out[g] = got
+            else:
+                inventory_out[k] = got
+        self.results = {"graph": graph_out, "inventory": inventory_out}
+
+
+def _shared_scan(job: tuple[Any, ...]) -> Any:
+    """One job of ``_Shared.run``: one build's scan, or both scans of one parse."""
+    if job[0] == "one":
+        return job[1](job[2])
+    from testdb.inventory.build import scan_prepared_parsed
+
+    _, rel, data, file_job = job
+    parsed: ast.Module | SyntaxError | ValueError
+    try:
+        parsed = ast.parse(data)
+    except (SyntaxError, ValueError) as e:
+        parsed = e
+    info = (scan_parsed(rel, parsed) if isinstance(parsed, ast.Module)
+            else ModuleInfo(rel, module_name(rel)))
+    return info, scan_prepared_parsed(file_job, parsed)
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+
+
+def _one_parse_fits(data: bytes) -> bool:
+    """Whether ``ast.parse(data)`` is the tree the graph's scan parses (``_scan_bytes``: the
+    text decoded as UTF-8, bad bytes replaced): the bytes are UTF-8, with no byte-order
+    mark and no coding cookie naming another encoding. Else each scan parses its own."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return False
+    cookie = _COOKIE.search(b"\n".join(data.split(b"\n", 2)[:2]))
+    if cookie is not None and cookie.group(1).lower().replace(b"_", b"-") not in (
+            b"utf-8", b"utf8"):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:

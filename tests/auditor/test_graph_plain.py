@@ -170,16 +170,16 @@ def test_a_cold_graph_built_in_a_child_answers_as_one_built_here(
     texts = {CREATOR: HEAD_TEXT} if change == "texts" else None
     exclude = {CREATOR} if change == "exclude" else None
     pids = tmp_path / "pids"
-    real = auditor.graph._build_plain
+    real = auditor.graph._build_both
 
-    def recorded(*args: Any) -> str | None:
+    def recorded(*args: Any) -> None:
         with open(pids, "a") as fh:
             fh.write(f"{os.getpid()}\n")
-        return real(*args)
+        real(*args)
 
     monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)  # the example tree counts as many
     monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(auditor.graph, "_build_plain", recorded)
+    monkeypatch.setattr(auditor.graph, "_build_both", recorded)
     got = build_graph(str(root), texts, exclude)
     assert got.graph is None  # the plain form the child wrote
     assert [int(p) for p in pids.read_text().split()] != [os.getpid()]
@@ -196,7 +196,7 @@ def test_a_failed_child_graph_is_built_here(tmp_path: Path,
     root = example_tree(tmp_path)
     monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)
     monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(auditor.graph, "_build_plain", fail)
+    monkeypatch.setattr(auditor.graph, "_build_both", fail)
     got = build_graph(str(root))
     assert got.graph is not None  # built here
     assert answers(got) == answers(build_graph(str(root), use_cache=False))
