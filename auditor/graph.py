@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from auditor.behaviour import module_name
-from auditor.modinfo import ModuleInfo
+from auditor.modinfo import ModuleInfo, UnitCode
 from auditor.resolve import definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
@@ -127,6 +127,8 @@ class ImportGraph:
     # Each function/method name: its one defining unit, or how many classes and modules
     # define it (auditor.resolve.definers); in the plain form, marshalled until asked for.
     defined: dict[str, str | int] | bytes = field(default_factory=dict)
+    # Read from the plain form: that form, which a new change over the same tree patches.
+    plain: _Plain | None = None
 
     def definers(self) -> dict[str, str | int]:
         if isinstance(self.defined, bytes):
@@ -198,6 +200,13 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
         plain = _read_plain(_plain_path(hit[1], change))
         if plain is not None:
             return (lambda: plain), [_plain_path(hit[1], change)]
+        # A change no audit of this tree saw: the tree's own graph, patched by the change.
+        base = _read_plain(_plain_path(hit[1], NO_CHANGE)) if change != NO_CHANGE else None
+        patched = _patched(root, base, texts, exclude) if base is not None else None
+        if patched is not None:
+            path = _plain_path(hit[1], change)
+            _write_parts(path, patched.plain)
+            return (lambda: patched), [path]
     dirs, files = _walk(root)
     if child and stamp is not None and len(files) >= MIN_ITEMS and usable_cpus() > 1:
         return _in_child(root, texts, exclude), written
@@ -205,6 +214,7 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
     cache = _GraphCache(root) if use_cache else None
     misses: list[tuple[str, bytes]] = []
     digests: dict[str, str] = {}
+    overridden: set[str] = set()
     for rel, full, _ in files:
         try:
             with open(full, "rb") as f:
@@ -216,7 +226,9 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
         # of the head commit): scanned, or read from the cache, with the others.
         if (texts is not None and rel in texts and not _same(texts[rel], data)) or (
                 exclude and rel in exclude):
-            continue
+            overridden.add(rel)
+            if stamp is None:
+                continue  # with a stamp, the tree's own graph is built too (and patched)
         infos[rel] = cache.get(rel, data) if cache else None
         if infos[rel] is None:
             misses.append((rel, data))
@@ -231,20 +243,30 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
                 cache.put(rel, data, info)
         if cache:
             cache.save()
-        scanned = {rel: i for rel, i in infos.items() if i is not None}
-        for rel, text in (texts or {}).items():
-            if rel.endswith(".py") and rel not in infos:
-                scanned[rel] = scan_module(rel, text)
-        graph = _networkx_graph(scanned)
         if stamp is not None and len(digests) == len(files):
             tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
                                   .encode()).hexdigest()
-            _write_plain(_plain_path(tree, change), graph)
-            written.append(_plain_path(tree, change))
-            where = {rel: path for rel, path, _ in files}
-            stamp.write(dirs, [(path, st) for _, path, st in files],
-                        {where[r]: d for r, d in digests.items()}, {}, tree)
-        return graph
+            # The tree's own graph, and the change's as a new change patches it: one way
+            # to a change's graph, whether the tree was cached or not.
+            whole = _networkx_graph({rel: i for rel, i in infos.items() if i is not None})
+            own = _opened(_write_plain(_plain_path(tree, NO_CHANGE), whole))
+            graph: ImportGraph | None = whole
+            if change != NO_CHANGE:
+                graph = _patched(root, own, texts, exclude)
+                if graph is not None and graph.plain is not None:
+                    _write_parts(_plain_path(tree, change), graph.plain)
+            if graph is not None:
+                written.append(_plain_path(tree, change))
+                where = {rel: path for rel, path, _ in files}
+                stamp.write(dirs, [(path, st) for _, path, st in files],
+                            {where[r]: d for r, d in digests.items()}, {}, tree)
+                return graph
+        kept = {rel: i for rel, i in infos.items() if i is not None and rel not in overridden}
+        scanned = dict(kept)
+        for rel, text in (texts or {}).items():
+            if rel.endswith(".py") and rel not in kept:
+                scanned[rel] = scan_module(rel, text)
+        return _networkx_graph(scanned)
 
     return finish, written
 
@@ -476,7 +498,8 @@ class _GraphCache:
 
 # ---- the plain form and the tree's stamp ---------------------------------------------------
 
-PLAIN_VERSION = 3  # 2: the resolver's facts, the names' definers; 3: the facts apart
+PLAIN_VERSION = 4  # 2: the resolver's facts, the names' definers; 3: the facts apart;
+# 4: the table a change's graph is recomputed from
 
 
 def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
@@ -534,22 +557,59 @@ def _change_key(texts: dict[str, str] | None, exclude: Iterable[str] | None) -> 
     return h.hexdigest()
 
 
+NO_CHANGE = _change_key(None, None)
+
+
 def _plain_path(tree: str, change: str) -> str:
     key = hashlib.sha256(f"{tree}\0{change}".encode()).hexdigest()
     return os.path.join(cache_dir(), f"graphplain-{key}.marshal")
 
 
-def _write_plain(path: str, graph: ImportGraph) -> None:
+@dataclass
+class _Plain:
+    """The plain form as stored: each module's info marshalled on its own (its base and its
+    resolver facts), by a key; the keys by module name and by path; the edges; the names'
+    definers; and ``table``, one row per module in the order the graph was built
+    ``(path, module, imports, units, classes)``: what a change's graph is recomputed from
+    without decoding every module's info (``_patched``)."""
+
+    rows: dict[int, tuple[bytes, bytes]]
+    modules: dict[str, int]
+    by_path: dict[str, int]
+    imported_by: dict[str, list[str]]
+    defined: bytes
+    table: bytes
+
+
+def _row(info: ModuleInfo) -> tuple[bytes, bytes]:
+    return (marshal.dumps((info.path, info.module, info.imports, info.functions,
+                           info.imported_names)),
+            marshal.dumps(tuple(getattr(info, f) for f in _FACTS)))
+
+
+def _table_row(info: ModuleInfo) -> tuple[str, str, tuple[str, ...], tuple[str, ...],
+                                          tuple[str, ...]]:
+    return info.path, info.module, tuple(info.imports), tuple(info.code), tuple(info.bases)
+
+
+def _write_plain(path: str, graph: ImportGraph) -> _Plain:
     """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
-    looks at, not the thousands of the checkout."""
+    looks at, not the thousands of the checkout. Answers the form written."""
     infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: (marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names)),
-                marshal.dumps(tuple(getattr(i, f) for f in _FACTS)))
-            for k, i in infos.items()}
-    write_cache(path, marshal.dumps((
-        PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
+    plain = _Plain(
+        {k: _row(i) for k, i in infos.items()}, {m: id(i) for m, i in graph.modules.items()},
         {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by,
-        marshal.dumps(graph.definers()))), keep=4)
+        marshal.dumps(graph.definers()),
+        marshal.dumps([_table_row(i) for i in graph.by_path.values()]))
+    _write_parts(path, plain)
+    return plain
+
+
+def _write_parts(path: str, plain: _Plain | None) -> None:
+    if plain is not None:
+        write_cache(path, marshal.dumps((
+            PLAIN_VERSION, plain.rows, plain.modules, plain.by_path, plain.imported_by,
+            plain.defined, plain.table)), keep=4)
 
 
 def _read_plain(path: str) -> ImportGraph | None:
@@ -557,14 +617,99 @@ def _read_plain(path: str) -> ImportGraph | None:
     if payload is None:
         return None
     try:
-        version, rows, modules, by_path, imported_by, defined = marshal.loads(payload)
+        version, rows, modules, by_path, imported_by, defined, table = marshal.loads(payload)
         if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
-        infos = _Infos(rows)
-        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by,
-                           defined)
+        return _opened(_Plain(rows, modules, by_path, imported_by, defined, table))
     except (ValueError, EOFError, TypeError, KeyError):
         return None
+
+
+def _opened(plain: _Plain) -> ImportGraph:
+    infos = _Infos(plain.rows)
+    return ImportGraph(None, _Named(plain.modules, infos), _Named(plain.by_path, infos),
+                       plain.imported_by, plain.defined, plain)
+
+
+def _patched(root: str, base: ImportGraph, texts: dict[str, str] | None,
+             exclude: set[str] | None) -> ImportGraph | None:
+    """The graph of the tree ``base`` is the graph of, with ``texts`` and ``exclude`` (the
+    head side of a change) over it, as ``_start`` builds it from scratch: the modules the
+    change leaves alone keep their place and their stored info; a module whose head-side
+    text differs from its file is scanned from that text and, as a module the tree lacks,
+    comes after the others, in the change's order; a dropped module is gone. The edges and
+    the names' definers are recomputed over every module (``_edges``, ``definers``: the
+    table's rows, no module's info decoded): a change that adds or drops an import or a
+    module changes other modules' edges and distances too. None when a changed file cannot
+    be read (the caller builds from scratch)."""
+    plain = base.plain
+    if plain is None:
+        return None
+    texts, exclude = texts or {}, exclude or set()
+    table: list[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = \
+        marshal.loads(plain.table)
+    present = {row[0] for row in table}
+    overridden = {rel for rel in exclude if rel in present}
+    for rel, text in texts.items():
+        if rel in present and rel not in overridden:
+            try:
+                with open(os.path.join(root, rel), "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if not _same(text, data):
+                overridden.add(rel)
+    added = [rel for rel in texts if rel.endswith(".py") and (
+        rel not in present or rel in overridden)]
+    if not overridden and not added:
+        return base
+    scanned = {rel: scan_module(rel, texts[rel]) for rel in added}
+    keys = iter(range(-1, -len(added) - 1, -1))  # the stored rows' keys are positive
+    rows = {k: plain.rows[k] for rel, k in plain.by_path.items() if rel not in overridden}
+    new_keys = {}
+    for rel, info in scanned.items():
+        k = new_keys[rel] = next(keys)
+        rows[k] = _row(info)
+    order = [(row, plain.by_path[row[0]]) for row in table if row[0] not in overridden]
+    order += [(_table_row(info), new_keys[rel]) for rel, info in scanned.items()]
+    modules: dict[str, int] = {}
+    by_path: dict[str, int] = {}
+    for (path, module, *_), k in order:
+        modules[module] = k
+        by_path[path] = k
+    units = [ModuleInfo(path, module, code=dict.fromkeys(code, _NO_CODE),
+                        bases=dict.fromkeys(bases, ()))
+             for (path, module, _, code, bases), _ in order]
+    patched = _Plain(rows, modules, by_path, _edges([row for row, _ in order]),
+                     marshal.dumps(definers(units)),
+                     marshal.dumps([row for row, _ in order]))
+    return _opened(patched)
+
+
+_NO_CODE: UnitCode = ((), (), (), ())
+
+
+def _edges(table: Iterable[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
+           ) -> dict[str, list[str]]:
+    """Who imports each module (``ImportGraph.imported_by``), from the table's rows in build
+    order: ``_networkx_graph``'s edges, node and predecessor order (by hand, so that a new
+    change's graph needs no networkx: ~0.1 s to import, and building the graph of the whole
+    tree took most of a new diff's time)."""
+    rows = list(table)
+    names = dict.fromkeys(module for _, module, *_ in rows)
+    suffix: dict[str, str] = {}
+    for name in names:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            suffix.setdefault(".".join(parts[k:]), name)
+    preds: dict[str, dict[str, None]] = {}
+    for _, module, imports, *_ in rows:
+        preds.setdefault(module, {})
+        for imp in imports:
+            target = imp if imp in names else suffix.get(imp)
+            if target and target != module:
+                preds.setdefault(target, {})[module] = None
+    return {n: list(p) for n, p in preds.items()}
 
 
 _FACTS = ("bindings", "stars", "code", "bases", "fixtures")  # the resolver's, kept apart
