@@ -187,11 +187,13 @@ def start_graph(root: str, texts: dict[str, str] | None = None,
 
 
 def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
-           use_cache: bool, child: bool = True, scans: Scans | None = None
-           ) -> tuple[Callable[[], ImportGraph], list[str]]:
+           use_cache: bool, child: bool = True, scans: Scans | None = None,
+           networkx: bool = True) -> tuple[Callable[[], ImportGraph], list[str]]:
     """``start_graph``, and the list its function fills with the plain form's path once it
     is written. ``child``: a cold build of many modules may run in a child process;
-    ``scans``: what runs the scans the cache lacks (``parallel_map`` unless given)."""
+    ``scans``: what runs the scans the cache lacks (``parallel_map`` unless given);
+    ``networkx``: a build of the tree's own graph answers the networkx graph (else the
+    plain form, as a child that only writes that form needs: networkx is not imported)."""
     stamp = _tree_stamp(root) if use_cache else None
     hit = stamp.check() if stamp is not None else None
     change = _change_key(texts, exclude)
@@ -248,11 +250,13 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
                                   .encode()).hexdigest()
             # The tree's own graph, and the change's as a new change patches it: one way
             # to a change's graph, whether the tree was cached or not.
-            whole = _networkx_graph({rel: i for rel, i in infos.items() if i is not None})
-            own = _opened(_write_plain(_plain_path(tree, NO_CHANGE), whole))
-            graph: ImportGraph | None = whole
+            every = {rel: i for rel, i in infos.items() if i is not None}
+            own = _plain_of(every)
+            _write_parts(_plain_path(tree, NO_CHANGE), own)
+            graph: ImportGraph | None = (
+                _networkx_graph(every) if networkx and change == NO_CHANGE else _opened(own))
             if change != NO_CHANGE:
-                graph = _patched(root, own, texts, exclude)
+                graph = _patched(root, _opened(own), texts, exclude)
                 if graph is not None and graph.plain is not None:
                     _write_parts(_plain_path(tree, change), graph.plain)
             if graph is not None:
@@ -315,7 +319,7 @@ def _build_both(tell: Callable[[str, object], None], root: str, texts: dict[str,
     with gc_paused():
         shared = _Shared()
         graph_done, written = _start(root, texts, exclude, use_cache=True, child=False,
-                                     scans=shared.scans("graph"))
+                                     scans=shared.scans("graph"), networkx=False)
         inventory_done, whole = inventory._start(
             root, None, DEFAULT_CONFIG, FileCache(directory), None,
             child=False, scans=shared.scans("inventory"))
@@ -592,17 +596,19 @@ def _table_row(info: ModuleInfo) -> tuple[str, str, tuple[str, ...], tuple[str, 
     return info.path, info.module, tuple(info.imports), tuple(info.code), tuple(info.bases)
 
 
-def _write_plain(path: str, graph: ImportGraph) -> _Plain:
-    """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
-    looks at, not the thousands of the checkout. Answers the form written."""
-    infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    plain = _Plain(
-        {k: _row(i) for k, i in infos.items()}, {m: id(i) for m, i in graph.modules.items()},
-        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by,
-        marshal.dumps(graph.definers()),
-        marshal.dumps([_table_row(i) for i in graph.by_path.values()]))
-    _write_parts(path, plain)
-    return plain
+def _plain_of(scanned: dict[str, ModuleInfo]) -> _Plain:
+    """The plain form of the graph of ``scanned`` (by path, in build order), as
+    ``_networkx_graph`` builds it, without networkx (``_edges``). Each module's info is
+    marshalled on its own: a warm audit decodes the few hundred it looks at, not the
+    thousands of the checkout."""
+    infos = list(scanned.values())
+    table = [_table_row(i) for i in infos]
+    modules: dict[str, int] = {}
+    for k, i in enumerate(infos, 1):
+        modules[i.module] = k  # as {i.module: i}: the last module of a name
+    return _Plain({k: _row(i) for k, i in enumerate(infos, 1)}, modules,
+                  {i.path: k for k, i in enumerate(infos, 1)}, _edges(table),
+                  marshal.dumps(definers(infos)), marshal.dumps(table))
 
 
 def _write_parts(path: str, plain: _Plain | None) -> None:
