@@ -23,16 +23,56 @@ from bench_audit import build, change
 from bench_floor import PARSE_ALL, TARGETS, new_diff
 from synthetic_repo import REPO, tool_env
 
+CPU: dict[str, list[float]] = {}  # CPU seconds of each run's processes, by code
 
-def timed(cmd: list[str], cache: str, code: Path, ok: tuple[int, ...] = (0, 1)) -> float:
+
+def timed(cmd: list[str], cache: str, code: Path, ok: tuple[int, ...] = (0, 1),
+          cpu: str | None = None) -> float:
+    """Wall time of ``cmd``; with ``cpu``, also the CPU time of it and every process it
+    starts (children, their workers) into ``CPU[cpu]``: on a shared machine, wall times
+    depend on how many processes compete, CPU time much less."""
     env = {**tool_env(cache), "NO_COLOR": "1", "PYTHONPATH": str(code)}
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=code)
-    elapsed = time.perf_counter() - t
-    if proc.returncode not in ok:
-        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n"
-                         + proc.stderr.decode()[-2000:])
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=code,
+                                start_new_session=True)
+        seen: dict[int, float] = {}
+        while proc.poll() is None:
+            if cpu is not None:
+                _sample(proc.pid, seen)
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - t
+        if cpu is not None:
+            for _ in range(50):  # the children still ending after the command exited
+                if not _sample(proc.pid, seen):
+                    break
+                time.sleep(0.01)
+            CPU.setdefault(cpu, []).append(sum(seen.values()))
+        if proc.returncode not in ok:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n"
+                             + err.read().decode()[-2000:])
     return elapsed
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _sample(session: int, seen: dict[int, float]) -> bool:
+    """Record the CPU seconds so far of every process of ``session``; whether any is left."""
+    alive = False
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # the session id
+            alive = alive or fields[0] != "Z"
+            seen[int(pid)] = (int(fields[11]) + int(fields[12])) / _TICK  # utime + stime
+    return alive
 
 
 def tool(root: Path, *args: str) -> list[str]:
@@ -47,6 +87,13 @@ def show(name: str, label: str, ours: list[float], theirs: list[float], anchor_n
           f"this / before {a / b:.2f}; target <= {TARGETS[name]:g}x")
     for what, xs in (("this", ours), ("before", theirs), ("anchor", anchor)):
         print(f"    {what}: {', '.join(f'{x * 1000:.0f}' for x in xs)}")
+    if CPU:
+        a, b, c = (statistics.median(CPU[k]) for k in ("this", "before", "anchor"))
+        print(f"    CPU seconds, all processes: this {a:.2f} = {a / c:.1f}x, before {b:.2f} = "
+              f"{b / c:.1f}x, anchor {c:.2f}; this / before {a / b:.2f}")
+        for k in ("this", "before", "anchor"):
+            print(f"    cpu {k}: {', '.join(f'{x:.2f}' for x in CPU[k])}")
+        CPU.clear()
     sys.stdout.flush()
 
 
@@ -74,8 +121,9 @@ def main() -> None:
             got: dict[str, list[float]] = {"this": [], "before": [], "anchor": []}
             for i in range(args.runs):
                 for name, code in codes.items():
-                    got[name].append(timed(audit, str(scratch / f"cold-{name}-{i}"), code))
-                got["anchor"].append(timed(parse, empty, REPO, ok=(0,)))
+                    got[name].append(timed(audit, str(scratch / f"cold-{name}-{i}"), code,
+                                           cpu=name))
+                got["anchor"].append(timed(parse, empty, REPO, ok=(0,), cpu="anchor"))
             show("cold", "cold audit (no caches)", got["this"], got["before"],
                  "ast.parse of every file", got["anchor"])
         if "new-diff" in args.only:
@@ -91,8 +139,9 @@ def main() -> None:
             for i in range(args.runs):
                 for name, code in codes.items():
                     got[name].append(timed(tool(root, "audit", "--diff", str(diffs[i]),
-                                                "--format", "json"), warm[name], code))
-                got["anchor"].append(timed(bare, empty, REPO, ok=(0,)))
+                                                "--format", "json"), warm[name], code,
+                                           cpu=name))
+                got["anchor"].append(timed(bare, empty, REPO, ok=(0,), cpu="anchor"))
             show("new-diff", "a new diff on a cached tree", got["this"], got["before"],
                  "python -c pass", got["anchor"])
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
