@@ -25,7 +25,7 @@ from auditor.modinfo import ModuleInfo, UnitCode
 from auditor.resolve import definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
-from testdb.parallel import MIN_ITEMS, in_child_parts, parallel_map, usable_cpus
+from testdb.parallel import MIN_ITEMS, in_child_parts, in_fork, parallel_map, usable_cpus
 from testdb.stamp import Stamp, cache_dir, code_stamp, stat_of
 
 if TYPE_CHECKING:
@@ -324,13 +324,19 @@ def _build_both(tell: Callable[[str, object], None], root: str, texts: dict[str,
             root, None, DEFAULT_CONFIG, FileCache(directory), None,
             child=False, scans=shared.scans("inventory"))
         shared.run()
+
+        def graph_part() -> None:
+            graph_done()
+            tell("graph", written[0] if written else None)
+
+        # The two builds' last steps (packing and writing each one's caches, different files)
+        # at once: the graph's in a fork of this process, the inventory's here.
+        in_fork(graph_part)
         try:
             inventory_done()
             tell("inventory", whole)
         except Exception:  # the parent builds it again and meets the error there
             pass
-        graph_done()
-        tell("graph", written[0] if written else None)
 
 
 class _Shared:

@@ -132,6 +132,29 @@ def in_child_parts(fn: Callable[..., None], *args: Any) -> Callable[[str], Any]:
     return answer
 
 
+def in_fork(fn: Callable[[], None]) -> None:
+    """``fn()`` in a fork of this process, which ends when ``fn`` returns, while this one
+    goes on; here, first, where no fork can be made. For the last steps of a child's build
+    that write files of their own and answer through ``in_child_parts``' ``tell`` (the
+    import graph's while this process writes the inventory's): nothing comes back, and an
+    error leaves the answer untold (the caller then does that work itself)."""
+    fork = getattr(os, "fork", None)
+    try:
+        pid = fork() if fork is not None else -1
+    except OSError:
+        pid = -1
+    if pid < 0:
+        with contextlib.suppress(Exception):
+            fn()
+        return
+    if pid == 0:
+        try:
+            with contextlib.suppress(Exception):
+                fn()
+        finally:
+            os._exit(0)  # not this process's teardown nor exit handlers: the parent's
+
+
 def _parts_child(sent: Any, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
     def tell(name: str, value: Any) -> None:
         sent.send((name, value))
