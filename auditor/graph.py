@@ -14,21 +14,27 @@ import hashlib
 import marshal
 import os
 import pickle
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from auditor.behaviour import module_name
-from auditor.modinfo import ModuleInfo
+from auditor.modinfo import ModuleInfo, UnitCode
 from auditor.resolve import definers, scan_code
 from testdb.files import read_cache, write_cache
 from testdb.gcpause import gc_paused
-from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
+from testdb.parallel import MIN_ITEMS, in_child_parts, in_fork, parallel_map, usable_cpus
 from testdb.stamp import Stamp, cache_dir, code_stamp, stat_of
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from testdb.parallel import Scans
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "build", "dist", "__pycache__", "3rdparty",
               ".tox", ".mypy_cache", ".pytest_cache"}
@@ -42,19 +48,54 @@ def _resolve_relative(module: str, is_pkg: bool, level: int, target: str | None)
     return ".".join([*base, *([target] if target else [])])
 
 
+def import_statements(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, at any depth: in its body, class bodies, function
+    bodies (``def f(): import x``: lazy imports are imports), and the blocks of ``if``,
+    ``try``, ``with``, loops and ``match``; in source order.
+
+    Only statement lists are visited, not expressions: an import is a statement, and the
+    grammar puts statements only in a node's list fields (``body``, ``orelse``,
+    ``finalbody``, ``handlers``' and ``cases``' bodies). ``ast.walk`` finds the same
+    statements by visiting every node of the tree, about ten times as many (most of a scan's
+    time, docs/benchmarks.md)."""
+    todo: list[ast.AST] = list(reversed(tree.body))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        inner: list[ast.AST] = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                inner += (x for x in value if isinstance(x, _STATEMENT_HOLDERS))
+        todo += reversed(inner)
+
+
+# What a statement list holds: statements, and the except handlers and match cases whose
+# bodies are statement lists.
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def scan_module(path: str, text: str) -> ModuleInfo:
-    mod = module_name(path)
-    info = ModuleInfo(path, mod)
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return info
+        return ModuleInfo(path, module_name(path))
+    return scan_parsed(path, tree)
+
+
+def scan_parsed(path: str, tree: ast.Module) -> ModuleInfo:
+    """``scan_module`` of a module already parsed (``_Shared`` parses a test file once for
+    this and for the inventory); the tree is only read."""
+    mod = module_name(path)
+    info = ModuleInfo(path, mod)
     is_pkg = path.endswith("__init__.py")
-    for node in ast.walk(tree):
+    for node in import_statements(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 info.imports.add(a.name)
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = (_resolve_relative(mod, is_pkg, node.level, node.module) if node.level
                     else node.module or "")
             info.imports.add(base)
@@ -86,6 +127,8 @@ class ImportGraph:
     # Each function/method name: its one defining unit, or how many classes and modules
     # define it (auditor.resolve.definers); in the plain form, marshalled until asked for.
     defined: dict[str, str | int] | bytes = field(default_factory=dict)
+    # Read from the plain form: that form, which a new change over the same tree patches.
+    plain: _Plain | None = None
 
     def definers(self) -> dict[str, str | int]:
         if isinstance(self.defined, bytes):
@@ -144,9 +187,13 @@ def start_graph(root: str, texts: dict[str, str] | None = None,
 
 
 def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
-           use_cache: bool, child: bool = True) -> tuple[Callable[[], ImportGraph], list[str]]:
+           use_cache: bool, child: bool = True, scans: Scans | None = None,
+           networkx: bool = True) -> tuple[Callable[[], ImportGraph], list[str]]:
     """``start_graph``, and the list its function fills with the plain form's path once it
-    is written. ``child``: a cold build of many modules may run in a child process."""
+    is written. ``child``: a cold build of many modules may run in a child process;
+    ``scans``: what runs the scans the cache lacks (``parallel_map`` unless given);
+    ``networkx``: a build of the tree's own graph answers the networkx graph (else the
+    plain form, as a child that only writes that form needs: networkx is not imported)."""
     stamp = _tree_stamp(root) if use_cache else None
     hit = stamp.check() if stamp is not None else None
     change = _change_key(texts, exclude)
@@ -155,6 +202,13 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
         plain = _read_plain(_plain_path(hit[1], change))
         if plain is not None:
             return (lambda: plain), [_plain_path(hit[1], change)]
+        # A change no audit of this tree saw: the tree's own graph, patched by the change.
+        base = _read_plain(_plain_path(hit[1], NO_CHANGE)) if change != NO_CHANGE else None
+        patched = _patched(root, base, texts, exclude) if base is not None else None
+        if patched is not None:
+            path = _plain_path(hit[1], change)
+            _write_parts(path, patched.plain)
+            return (lambda: patched), [path]
     dirs, files = _walk(root)
     if child and stamp is not None and len(files) >= MIN_ITEMS and usable_cpus() > 1:
         return _in_child(root, texts, exclude), written
@@ -162,6 +216,7 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
     cache = _GraphCache(root) if use_cache else None
     misses: list[tuple[str, bytes]] = []
     digests: dict[str, str] = {}
+    overridden: set[str] = set()
     for rel, full, _ in files:
         try:
             with open(full, "rb") as f:
@@ -173,13 +228,15 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
         # of the head commit): scanned, or read from the cache, with the others.
         if (texts is not None and rel in texts and not _same(texts[rel], data)) or (
                 exclude and rel in exclude):
-            continue
+            overridden.add(rel)
+            if stamp is None:
+                continue  # with a stamp, the tree's own graph is built too (and patched)
         infos[rel] = cache.get(rel, data) if cache else None
         if infos[rel] is None:
             misses.append((rel, data))
     # A cold checkout has thousands of modules to parse: in worker processes when that many,
     # started now and collected by finish().
-    results = parallel_map(_scan_bytes, misses)
+    results = (scans or parallel_map)(_scan_bytes, misses)
 
     def finish() -> ImportGraph:
         for (rel, data), info in zip(misses, results, strict=True):
@@ -188,33 +245,55 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
                 cache.put(rel, data, info)
         if cache:
             cache.save()
-        scanned = {rel: i for rel, i in infos.items() if i is not None}
-        for rel, text in (texts or {}).items():
-            if rel.endswith(".py") and rel not in infos:
-                scanned[rel] = scan_module(rel, text)
-        graph = _networkx_graph(scanned)
         if stamp is not None and len(digests) == len(files):
             tree = hashlib.sha256("\0".join(f"{r}:{d}" for r, d in sorted(digests.items()))
                                   .encode()).hexdigest()
-            _write_plain(_plain_path(tree, change), graph)
-            written.append(_plain_path(tree, change))
-            where = {rel: path for rel, path, _ in files}
-            stamp.write(dirs, [(path, st) for _, path, st in files],
-                        {where[r]: d for r, d in digests.items()}, {}, tree)
-        return graph
+            # The tree's own graph, and the change's as a new change patches it: one way
+            # to a change's graph, whether the tree was cached or not.
+            every = {rel: i for rel, i in infos.items() if i is not None}
+            own = _plain_of(every)
+            _write_parts(_plain_path(tree, NO_CHANGE), own)
+            graph: ImportGraph | None = (
+                _networkx_graph(every) if networkx and change == NO_CHANGE else _opened(own))
+            if change != NO_CHANGE:
+                graph = _patched(root, _opened(own), texts, exclude)
+                if graph is not None and graph.plain is not None:
+                    _write_parts(_plain_path(tree, change), graph.plain)
+            if graph is not None:
+                written.append(_plain_path(tree, change))
+                where = {rel: path for rel, path, _ in files}
+                stamp.write(dirs, [(path, st) for _, path, st in files],
+                            {where[r]: d for r, d in digests.items()}, {}, tree)
+                return graph
+        kept = {rel: i for rel, i in infos.items() if i is not None and rel not in overridden}
+        scanned = dict(kept)
+        for rel, text in (texts or {}).items():
+            if rel.endswith(".py") and rel not in kept:
+                scanned[rel] = scan_module(rel, text)
+        return _networkx_graph(scanned)
 
     return finish, written
 
 
 def _in_child(root: str, texts: dict[str, str] | None, exclude: set[str] | None
               ) -> Callable[[], ImportGraph]:
-    """The build in a child process (``testdb.parallel.in_child``): networkx is imported and
-    the scans' results are read there, and the plain form written; the function returned
-    reads that form, as a warm audit does. Should the child fail, the graph is built here."""
-    built = in_child(_build_plain, root, texts, exclude)
+    """The build in a child process (``testdb.parallel.in_child_parts``): networkx is
+    imported and the scans' results are read there, and the plain form written; the function
+    returned reads that form, as a warm audit does. Should the child fail, the graph is built
+    here.
+
+    The same child builds the checkout's default static inventory (``start_static(root)``,
+    which an audit starts next, takes its answer: ``started_with_graph``): a test file is
+    both a module of the graph and a file of the inventory, and parsing it is most of either
+    scan, so each is parsed once, for both (``_Shared``)."""
+    from testdb.inventory.build import started_with_graph
+
+    answer = in_child_parts(_build_both, root, texts, exclude, _inventory_dir())
+    withdraw = started_with_graph(root, lambda: answer("inventory"))
 
     def opened() -> ImportGraph:
-        path = built()
+        withdraw()  # the inventory not taken by now is built afresh by whoever asks later
+        path = answer("graph")
         plain = _read_plain(path) if path else None
         if plain is not None:
             return plain
@@ -223,13 +302,136 @@ def _in_child(root: str, texts: dict[str, str] | None, exclude: set[str] | None
     return opened
 
 
-def _build_plain(root: str, texts: dict[str, str] | None, exclude: set[str] | None
-                 ) -> str | None:
-    """In the child: build the graph and answer where its plain form was written."""
+def _inventory_dir() -> str:
+    from testdb.inventory.cache import FileCache
+
+    return str(FileCache().directory)
+
+
+def _build_both(tell: Callable[[str, object], None], root: str, texts: dict[str, str] | None,
+                exclude: set[str] | None, directory: str) -> None:
+    """In the child: the inventory and the graph from one set of scans; each answer (the
+    whole inventory's key, the plain form's path) told as soon as it is written."""
+    from testdb.inventory import build as inventory
+    from testdb.inventory.cache import FileCache
+    from testdb.inventory.config import DEFAULT_CONFIG
+
     with gc_paused():
-        finish, written = _start(root, texts, exclude, use_cache=True, child=False)
-        finish()
-    return written[0] if written else None
+        shared = _Shared()
+        graph_done, written = _start(root, texts, exclude, use_cache=True, child=False,
+                                     scans=shared.scans("graph"), networkx=False)
+        inventory_done, whole = inventory._start(
+            root, None, DEFAULT_CONFIG, FileCache(directory), None,
+            child=False, scans=shared.scans("inventory"))
+        shared.run()
+
+        def graph_part() -> None:
+            graph_done()
+            tell("graph", written[0] if written else None)
+
+        # The two builds' last steps (packing and writing each one's caches, different files)
+        # at once: the graph's in a fork of this process, the inventory's here.
+        in_fork(graph_part)
+        try:
+            inventory_done()
+            tell("inventory", whole)
+        except Exception:  # the parent builds it again and meets the error there
+            pass
+
+
+class _Shared:
+    """The scans two builds ask for, run as one map (``Scans``): a file that both scan
+    (a test file: a module of the graph, a file of the inventory, with the same bytes) is
+    parsed once, and each build's scan reads that tree. Each build's results come back to
+    it in the order it asked, as from ``parallel_map``; ``run`` runs them."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, tuple[Callable[[Any], Any], list[Any]]] = {}
+        self.results: dict[str, list[Any]] = {}
+
+    def scans(self, name: str) -> Scans:
+        def scans(fn: Callable[[_T], _R], items: list[_T], /) -> Iterator[_R]:
+            self.asked[name] = (fn, items)
+            return self._results(name)
+
+        return scans
+
+    def _results(self, name: str) -> Iterator[Any]:
+        yield from self.results[name]  # a generator: read once ``run`` has filled it
+
+    def run(self) -> None:
+        from testdb.inventory.build import _scan_prepared
+
+        graph_fn, modules = self.asked.get("graph", (_scan_bytes, []))
+        inventory_fn, files = self.asked.get("inventory", (_scan_prepared, []))
+        # Inventory jobs by the file's shown path, which is its path below the checkout (the
+        # default test directories lie inside it): the graph's name for the same module.
+        by_path = {job[6]: k for k, job in enumerate(files)}
+        shared = graph_fn is _scan_bytes and inventory_fn is _scan_prepared
+        jobs: list[tuple[Any, ...]] = []
+        slots: list[tuple[int, int]] = []
+        paired: set[int] = set()
+        for g, (rel, data) in enumerate(modules):
+            k = by_path.get(rel, -1) if shared else -1
+            if k >= 0 and files[k][0] == data and _one_parse_fits(data):
+                jobs.append(("both", rel, data, files[k]))
+                slots.append((g, k))
+                paired.add(k)
+            else:
+                jobs.append(("one", graph_fn, (rel, data)))
+                slots.append((g, -1))
+        for k, job in enumerate(files):
+            if k not in paired:
+                jobs.append(("one", inventory_fn, job))
+                slots.append((-1, k))
+        graph_out: list[Any] = [None] * len(modules)
+        inventory_out: list[Any] = [None] * len(files)
+        for (g, k), got in zip(slots, parallel_map(_shared_scan, jobs, min_items=MIN_ITEMS),
+                               strict=True):
+            if g >= 0 and k >= 0:
+                graph_out[g], inventory_out[k] = got
+            elif g >= 0:
+                graph_out[g] = got
+            else:
+                inventory_out[k] = got
+        self.results = {"graph": graph_out, "inventory": inventory_out}
+
+
+def _shared_scan(job: tuple[Any, ...]) -> Any:
+    """One job of ``_Shared.run``: one build's scan, or both scans of one parse."""
+    if job[0] == "one":
+        return job[1](job[2])
+    from testdb.inventory.build import scan_prepared_parsed
+
+    _, rel, data, file_job = job
+    parsed: ast.Module | SyntaxError | ValueError
+    try:
+        parsed = ast.parse(data)
+    except (SyntaxError, ValueError) as e:
+        parsed = e
+    info = (scan_parsed(rel, parsed) if isinstance(parsed, ast.Module)
+            else ModuleInfo(rel, module_name(rel)))
+    return info, scan_prepared_parsed(file_job, parsed)
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+
+
+def _one_parse_fits(data: bytes) -> bool:
+    """Whether ``ast.parse(data)`` is the tree the graph's scan parses (``_scan_bytes``: the
+    text decoded as UTF-8, bad bytes replaced): the bytes are UTF-8, with no byte-order
+    mark and no coding cookie naming another encoding. Else each scan parses its own."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return False
+    cookie = _COOKIE.search(b"\n".join(data.split(b"\n", 2)[:2]))
+    if cookie is not None and cookie.group(1).lower().replace(b"_", b"-") not in (
+            b"utf-8", b"utf8"):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _networkx_graph(scanned: dict[str, ModuleInfo]) -> ImportGraph:
@@ -306,7 +508,8 @@ class _GraphCache:
 
 # ---- the plain form and the tree's stamp ---------------------------------------------------
 
-PLAIN_VERSION = 3  # 2: the resolver's facts, the names' definers; 3: the facts apart
+PLAIN_VERSION = 4  # 2: the resolver's facts, the names' definers; 3: the facts apart;
+# 4: the table a change's graph is recomputed from
 
 
 def _walk(root: str) -> tuple[list[tuple[str, tuple[int, int, int, int, int] | None]],
@@ -364,22 +567,61 @@ def _change_key(texts: dict[str, str] | None, exclude: Iterable[str] | None) -> 
     return h.hexdigest()
 
 
+NO_CHANGE = _change_key(None, None)
+
+
 def _plain_path(tree: str, change: str) -> str:
     key = hashlib.sha256(f"{tree}\0{change}".encode()).hexdigest()
     return os.path.join(cache_dir(), f"graphplain-{key}.marshal")
 
 
-def _write_plain(path: str, graph: ImportGraph) -> None:
-    """Each module's info is marshalled on its own: a warm audit decodes the few hundred it
-    looks at, not the thousands of the checkout."""
-    infos = {id(i): i for i in (*graph.modules.values(), *graph.by_path.values())}
-    rows = {k: (marshal.dumps((i.path, i.module, i.imports, i.functions, i.imported_names)),
-                marshal.dumps(tuple(getattr(i, f) for f in _FACTS)))
-            for k, i in infos.items()}
-    write_cache(path, marshal.dumps((
-        PLAIN_VERSION, rows, {m: id(i) for m, i in graph.modules.items()},
-        {p: id(i) for p, i in graph.by_path.items()}, graph.imported_by,
-        marshal.dumps(graph.definers()))), keep=4)
+@dataclass
+class _Plain:
+    """The plain form as stored: each module's info marshalled on its own (its base and its
+    resolver facts), by a key; the keys by module name and by path; the edges; the names'
+    definers; and ``table``, one row per module in the order the graph was built
+    ``(path, module, imports, units, classes)``: what a change's graph is recomputed from
+    without decoding every module's info (``_patched``)."""
+
+    rows: dict[int, tuple[bytes, bytes]]
+    modules: dict[str, int]
+    by_path: dict[str, int]
+    imported_by: dict[str, list[str]]
+    defined: bytes
+    table: bytes
+
+
+def _row(info: ModuleInfo) -> tuple[bytes, bytes]:
+    return (marshal.dumps((info.path, info.module, info.imports, info.functions,
+                           info.imported_names)),
+            marshal.dumps(tuple(getattr(info, f) for f in _FACTS)))
+
+
+def _table_row(info: ModuleInfo) -> tuple[str, str, tuple[str, ...], tuple[str, ...],
+                                          tuple[str, ...]]:
+    return info.path, info.module, tuple(info.imports), tuple(info.code), tuple(info.bases)
+
+
+def _plain_of(scanned: dict[str, ModuleInfo]) -> _Plain:
+    """The plain form of the graph of ``scanned`` (by path, in build order), as
+    ``_networkx_graph`` builds it, without networkx (``_edges``). Each module's info is
+    marshalled on its own: a warm audit decodes the few hundred it looks at, not the
+    thousands of the checkout."""
+    infos = list(scanned.values())
+    table = [_table_row(i) for i in infos]
+    modules: dict[str, int] = {}
+    for k, i in enumerate(infos, 1):
+        modules[i.module] = k  # as {i.module: i}: the last module of a name
+    return _Plain({k: _row(i) for k, i in enumerate(infos, 1)}, modules,
+                  {i.path: k for k, i in enumerate(infos, 1)}, _edges(table),
+                  marshal.dumps(definers(infos)), marshal.dumps(table))
+
+
+def _write_parts(path: str, plain: _Plain | None) -> None:
+    if plain is not None:
+        write_cache(path, marshal.dumps((
+            PLAIN_VERSION, plain.rows, plain.modules, plain.by_path, plain.imported_by,
+            plain.defined, plain.table)), keep=4)
 
 
 def _read_plain(path: str) -> ImportGraph | None:
@@ -387,14 +629,99 @@ def _read_plain(path: str) -> ImportGraph | None:
     if payload is None:
         return None
     try:
-        version, rows, modules, by_path, imported_by, defined = marshal.loads(payload)
+        version, rows, modules, by_path, imported_by, defined, table = marshal.loads(payload)
         if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
-        infos = _Infos(rows)
-        return ImportGraph(None, _Named(modules, infos), _Named(by_path, infos), imported_by,
-                           defined)
+        return _opened(_Plain(rows, modules, by_path, imported_by, defined, table))
     except (ValueError, EOFError, TypeError, KeyError):
         return None
+
+
+def _opened(plain: _Plain) -> ImportGraph:
+    infos = _Infos(plain.rows)
+    return ImportGraph(None, _Named(plain.modules, infos), _Named(plain.by_path, infos),
+                       plain.imported_by, plain.defined, plain)
+
+
+def _patched(root: str, base: ImportGraph, texts: dict[str, str] | None,
+             exclude: set[str] | None) -> ImportGraph | None:
+    """The graph of the tree ``base`` is the graph of, with ``texts`` and ``exclude`` (the
+    head side of a change) over it, as ``_start`` builds it from scratch: the modules the
+    change leaves alone keep their place and their stored info; a module whose head-side
+    text differs from its file is scanned from that text and, as a module the tree lacks,
+    comes after the others, in the change's order; a dropped module is gone. The edges and
+    the names' definers are recomputed over every module (``_edges``, ``definers``: the
+    table's rows, no module's info decoded): a change that adds or drops an import or a
+    module changes other modules' edges and distances too. None when a changed file cannot
+    be read (the caller builds from scratch)."""
+    plain = base.plain
+    if plain is None:
+        return None
+    texts, exclude = texts or {}, exclude or set()
+    table: list[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = \
+        marshal.loads(plain.table)
+    present = {row[0] for row in table}
+    overridden = {rel for rel in exclude if rel in present}
+    for rel, text in texts.items():
+        if rel in present and rel not in overridden:
+            try:
+                with open(os.path.join(root, rel), "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if not _same(text, data):
+                overridden.add(rel)
+    added = [rel for rel in texts if rel.endswith(".py") and (
+        rel not in present or rel in overridden)]
+    if not overridden and not added:
+        return base
+    scanned = {rel: scan_module(rel, texts[rel]) for rel in added}
+    keys = iter(range(-1, -len(added) - 1, -1))  # the stored rows' keys are positive
+    rows = {k: plain.rows[k] for rel, k in plain.by_path.items() if rel not in overridden}
+    new_keys = {}
+    for rel, info in scanned.items():
+        k = new_keys[rel] = next(keys)
+        rows[k] = _row(info)
+    order = [(row, plain.by_path[row[0]]) for row in table if row[0] not in overridden]
+    order += [(_table_row(info), new_keys[rel]) for rel, info in scanned.items()]
+    modules: dict[str, int] = {}
+    by_path: dict[str, int] = {}
+    for (path, module, *_), k in order:
+        modules[module] = k
+        by_path[path] = k
+    units = [ModuleInfo(path, module, code=dict.fromkeys(code, _NO_CODE),
+                        bases=dict.fromkeys(bases, ()))
+             for (path, module, _, code, bases), _ in order]
+    patched = _Plain(rows, modules, by_path, _edges([row for row, _ in order]),
+                     marshal.dumps(definers(units)),
+                     marshal.dumps([row for row, _ in order]))
+    return _opened(patched)
+
+
+_NO_CODE: UnitCode = ((), (), (), ())
+
+
+def _edges(table: Iterable[tuple[str, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]
+           ) -> dict[str, list[str]]:
+    """Who imports each module (``ImportGraph.imported_by``), from the table's rows in build
+    order: ``_networkx_graph``'s edges, node and predecessor order (by hand, so that a new
+    change's graph needs no networkx: ~0.1 s to import, and building the graph of the whole
+    tree took most of a new diff's time)."""
+    rows = list(table)
+    names = dict.fromkeys(module for _, module, *_ in rows)
+    suffix: dict[str, str] = {}
+    for name in names:
+        parts = name.split(".")
+        for k in range(1, len(parts)):
+            suffix.setdefault(".".join(parts[k:]), name)
+    preds: dict[str, dict[str, None]] = {}
+    for _, module, imports, *_ in rows:
+        preds.setdefault(module, {})
+        for imp in imports:
+            target = imp if imp in names else suffix.get(imp)
+            if target and target != module:
+                preds.setdefault(target, {})[module] = None
+    return {n: list(p) for n, p in preds.items()}
 
 
 _FACTS = ("bindings", "stars", "code", "bases", "fixtures")  # the resolver's, kept apart

@@ -6,10 +6,17 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+
+
+class Scans(Protocol):
+    """What runs a build's per-file scans: ``parallel_map``, or a caller that runs two builds'
+    scans of the same files as one (``auditor.graph``: each file parsed once)."""
+
+    def __call__(self, fn: Callable[[_T], _R], items: list[_T], /) -> Iterator[_R]: ...
 
 # Below this many items, starting worker processes costs more than it saves.
 MIN_ITEMS = 400
@@ -91,6 +98,75 @@ def in_child(fn: Callable[..., _R], *args: Any) -> Callable[[], _R | None]:
         return got
 
     return result
+
+
+def in_child_parts(fn: Callable[..., None], *args: Any) -> Callable[[str], Any]:
+    """``in_child`` of a build with several answers: ``fn(tell, *args)`` runs in a forked
+    child, and ``tell(name, value)`` sends one answer as soon as it is ready. The function
+    returned waits for the answer of that name (None when the child ended without it: the
+    caller then does that work itself, as with ``in_child``)."""
+    import multiprocessing
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+        received, sent = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_parts_child, args=(sent, fn, args))
+        child.start()
+    except (OSError, RuntimeError, ValueError):
+        return lambda _: None
+    sent.close()
+    got: dict[str, Any] = {}
+    ended: list[bool] = []
+
+    def answer(name: str) -> Any:
+        while name not in got and not ended:
+            try:
+                tag, value = received.recv()
+            except (EOFError, OSError):  # the child ended (or died)
+                ended.append(True)
+                received.close()
+                break
+            got[tag] = value
+        return got.get(name)
+
+    return answer
+
+
+def in_fork(fn: Callable[[], None]) -> None:
+    """``fn()`` in a fork of this process, which ends when ``fn`` returns, while this one
+    goes on; here, first, where no fork can be made. For the last steps of a child's build
+    that write files of their own and answer through ``in_child_parts``' ``tell`` (the
+    import graph's while this process writes the inventory's): nothing comes back, and an
+    error leaves the answer untold (the caller then does that work itself)."""
+    fork = getattr(os, "fork", None)
+    try:
+        pid = fork() if fork is not None else -1
+    except OSError:
+        pid = -1
+    if pid < 0:
+        with contextlib.suppress(Exception):
+            fn()
+        return
+    if pid == 0:
+        try:
+            with contextlib.suppress(Exception):
+                fn()
+        finally:
+            os._exit(0)  # not this process's teardown nor exit handlers: the parent's
+
+
+def _parts_child(sent: Any, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+    def tell(name: str, value: Any) -> None:
+        sent.send((name, value))
+
+    # The caller does what was not answered again, and meets any error there.
+    with contextlib.suppress(Exception):
+        fn(tell, *args)
+    try:
+        sent.close()
+    finally:
+        end_workers()
+        os._exit(0)
 
 
 def _child(sent: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:

@@ -23,7 +23,7 @@ from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory
 from testdb.inventory.packed_rows import Prepared, prepared_items
 from testdb.inventory.tree import inventory_stamp, whole_format
-from testdb.parallel import MIN_ITEMS, in_child, parallel_map, usable_cpus
+from testdb.parallel import MIN_ITEMS, Scans, in_child, parallel_map, usable_cpus
 from testdb.stamp import Stamp
 
 # (directory relative to the checkout, id prefix): the two pytest roots of TensorRT-LLM.
@@ -104,8 +104,12 @@ def scan_groups(content: bytes, file_id: str, *, dirs: tuple[str, ...],
 
 
 def _scan(job: Job) -> list[Group]:
-    content, file_id, dirs, config, key, cache_dir, _ = job
-    groups = scan_groups(content, file_id, dirs=dirs, config=config)
+    content, file_id, dirs, config, _, _, _ = job
+    return _kept(job, scan_groups(content, file_id, dirs=dirs, config=config))
+
+
+def _kept(job: Job, groups: list[Group]) -> list[Group]:
+    key, cache_dir = job[4], job[5]
     if cache_dir is not None:
         # Written by whoever scanned it: in a worker, the writes run in parallel too.
         FileCache(cache_dir).put(key, groups)
@@ -115,6 +119,42 @@ def _scan(job: Job) -> list[Group]:
 def _scan_prepared(job: Job) -> Prepared:
     """The file as the packed inventory keeps it, prepared where it was scanned."""
     return prepared_items(job[1], expand(_scan(job), job[1], job[6]))
+
+
+def scan_prepared_parsed(job: Job, parsed: Any) -> Prepared:
+    """``_scan_prepared`` of a file already parsed: ``parsed`` is ``ast.parse`` of the job's
+    content, or what it raised (``auditor.graph`` parses a test file once for this and for
+    the import graph)."""
+    from testdb.inventory.static import parsed_groups
+
+    content, file_id, dirs, config, _, _, shown = job
+    groups = _kept(job, parsed_groups(parsed, content, file_id, dirs=dirs, config=config))
+    return prepared_items(file_id, expand(groups, file_id, shown))
+
+
+# Cold builds of a checkout's default inventory (``start_static(root)``) already running in
+# a child process of this one, started with the scans of its import graph, which parse each
+# test file once for both (``auditor.graph``); by (checkout, cache directory): the function
+# that answers the whole inventory's key (None: that build failed).
+_STARTED: dict[tuple[str, str], Callable[[], str | None]] = {}
+
+
+def started_with_graph(root: str, answer: Callable[[], str | None]) -> Callable[[], None]:
+    """Let the next ``start_static(root)`` of this process that finds no current inventory
+    take its answer from ``answer`` (a build of the same tree, running). The function
+    returned withdraws the offer, once the graph is asked for: a later call builds again."""
+    key = _started_key(root, FileCache())
+    _STARTED[key] = answer
+
+    def withdraw() -> None:
+        if _STARTED.get(key) is answer:
+            del _STARTED[key]
+
+    return withdraw
+
+
+def _started_key(root: str, store: FileCache) -> tuple[str, str]:
+    return os.path.realpath(root), str(store.directory)
 
 
 def build_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
@@ -159,11 +199,13 @@ def start_static(root: str, dirs: Sequence[tuple[str, str]] | None = None, *,
 
 
 def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConfig,
-           cache: FileCache | bool, workers: int | None, *, child: bool = True
-           ) -> tuple[Callable[[], Inventory], str | None]:
+           cache: FileCache | bool, workers: int | None, *, child: bool = True,
+           scans: Scans | None = None) -> tuple[Callable[[], Inventory], str | None]:
     """``start_static``: the function that finishes the build, and the key of the whole
     inventory it answers (None where the caller cannot know it yet). ``child``: a cold
-    build of many files may run in a child process (``_in_child``)."""
+    build of many files may run in a child process (``_in_child``), or be one already
+    running (``started_with_graph``); ``scans``: what runs the scans the per-file cache
+    lacks (``parallel_map`` unless given)."""
     store = FileCache() if cache is True else (cache or None)
     stamp = None
 
@@ -180,6 +222,10 @@ def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
             cached = _open_whole(store, hit[1], rebuild)
             if cached is not None:
                 return (lambda: cached), hit[1]
+        running = (_STARTED.pop(_started_key(root, store), None)
+                   if child and dirs is None and config is DEFAULT_CONFIG else None)
+        if running is not None:
+            return _opener(running, root, dirs, config, store, workers), None
     dir_stats = Stamp.stat_dirs(_test_dirs(root, dirs, config))  # before the listing
     files = find_test_files(root, dirs, config)
     if child and store is not None and len(files) >= _PARALLEL_MIN_FILES and usable_cpus() > 1:
@@ -222,7 +268,8 @@ def _start(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticConf
     todo = [i for i, tf in enumerate(files)
             if previous.blob_for(tf.file_id, built_from[i]) is None]
     prepared = _start_scans([files[i] for i in todo], [contents[i] for i in todo],
-                            [keys[i] for i in todo], store, config, workers, prepare=True)
+                            [keys[i] for i in todo], store, config, workers, prepare=True,
+                            scans=scans)
 
     def finish() -> Inventory:
         # A module without tests has no place in the inventory.
@@ -244,6 +291,14 @@ def _in_child(root: str, dirs: Sequence[tuple[str, str]] | None, config: StaticC
     inventory to the cache; the function returned opens it, as a warm build does (its blobs
     read when asked for). Should the child fail, the build runs here."""
     built = in_child(_build_whole, root, dirs, config, str(store.directory), workers)
+    return _opener(built, root, dirs, config, store, workers)
+
+
+def _opener(built: Callable[[], str | None], root: str,
+            dirs: Sequence[tuple[str, str]] | None, config: StaticConfig, store: FileCache,
+            workers: int | None) -> Callable[[], Inventory]:
+    """Opens the whole inventory whose key ``built`` answers (a child process's build), or
+    builds it here should that fail."""
 
     def here() -> PackedInventory:
         got = _start(root, dirs, config, store, workers, child=False)[0]()
@@ -270,18 +325,20 @@ def _build_whole(root: str, dirs: Sequence[tuple[str, str]] | None, config: Stat
 @overload
 def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
                  store: FileCache | None, config: StaticConfig, workers: int | None,
-                 prepare: Literal[False] = False) -> Callable[[], list[list[InventoryItem]]]: ...
+                 prepare: Literal[False] = False, scans: Scans | None = None
+                 ) -> Callable[[], list[list[InventoryItem]]]: ...
 
 
 @overload
 def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
                  store: FileCache | None, config: StaticConfig, workers: int | None,
-                 prepare: Literal[True]) -> Callable[[], list[Prepared]]: ...
+                 prepare: Literal[True], scans: Scans | None = None
+                 ) -> Callable[[], list[Prepared]]: ...
 
 
 def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
                  store: FileCache | None, config: StaticConfig, workers: int | None,
-                 prepare: bool = False
+                 prepare: bool = False, scans: Scans | None = None
                  ) -> Callable[[], list[list[InventoryItem]]] | Callable[[], list[Prepared]]:
     """Each file's items (``prepare``: the file as the packed inventory keeps it): from the
     per-file cache, else scanned (in parallel when many). The scans start now; the function
@@ -297,8 +354,9 @@ def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
         if hit is None:
             todo.append(idx)
             jobs.append((contents[idx], tf.file_id, tf.dirs, config, key, cache_dir, tf.path))
-    scanned: Iterator[Any] = parallel_map(_scan_prepared if prepare else _scan, jobs,
-                                          workers=workers, min_items=_PARALLEL_MIN_FILES)
+    fn = _scan_prepared if prepare else _scan
+    scanned: Iterator[Any] = (scans(fn, jobs) if scans is not None else parallel_map(
+        fn, jobs, workers=workers, min_items=_PARALLEL_MIN_FILES))
 
     def collect() -> list[Any]:
         # Streamed: each file is expanded while workers still scan the later ones.

@@ -56,16 +56,28 @@ def scan_source(source: str | bytes, file_id: str, *, path: str = "",
 def scan_groups(source: str | bytes, file_id: str, *, dirs: tuple[str, ...] = (),
                 config: StaticConfig = DEFAULT_CONFIG) -> list[Group]:
     """The module's test functions in compact form (see ``groups.expand``)."""
+    parsed: ast.Module | SyntaxError | ValueError
     try:
-        tree = ast.parse(source)
+        parsed = ast.parse(source)
     except (SyntaxError, ValueError) as e:
+        parsed = e
+    raw = source.encode() if isinstance(source, str) else source
+    return parsed_groups(parsed, raw, file_id, dirs=dirs, config=config)
+
+
+def parsed_groups(parsed: ast.Module | SyntaxError | ValueError, raw: bytes, file_id: str, *,
+                  dirs: tuple[str, ...] = (), config: StaticConfig = DEFAULT_CONFIG
+                  ) -> list[Group]:
+    """``scan_groups`` of a module already parsed: ``parsed`` is ``ast.parse(raw)``, or what
+    it raised. A cold audit parses each test file once, for this and for the import graph
+    (``auditor.graph``). The tree is only read here, never changed."""
+    if not isinstance(parsed, ast.Module):
         # pytest cannot import the module: a collection error, and CI runs none of its tests.
         # One placeholder keeps where and why (errors only the compiler finds, such as a
         # `return` outside a function, are not looked for: compiling costs half a parse more).
-        line, why = parse_error(e)
+        line, why = parse_error(parsed)
         return [_placeholder(file_id, (), dirs, line, error=why)]
-    raw = source.encode() if isinstance(source, str) else source
-    return list(_ModuleScan(tree, raw, file_id, dirs, config).groups())
+    return list(_ModuleScan(parsed, raw, file_id, dirs, config).groups())
 
 
 def parse_error(e: SyntaxError | ValueError) -> tuple[int, str]:

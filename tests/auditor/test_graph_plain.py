@@ -67,14 +67,19 @@ def test_a_warm_graph_is_the_plain_form_and_answers_the_same(tmp_path: Path,
     texts = {CREATOR: HEAD_TEXT} if change == "texts" else None
     exclude = {CREATOR} if change == "exclude" else None
     cold = build_graph(str(root), texts, exclude)
-    assert cold.graph is not None
+    # built with networkx; a change's graph is the tree's own, patched (tests/auditor/
+    # test_graph_patch.py)
+    assert (cold.graph is not None) is (change == "none")
     warm = build_graph(str(root), texts, exclude)
     assert warm.graph is None  # read from the plain form
     assert answers(warm) == answers(cold) == answers(build_graph(str(root), texts, exclude,
                                                                  use_cache=False))
-    # another change of the same tree is not answered from this one's form
-    other = build_graph(str(root), {CREATOR: HEAD_TEXT + "\n# more\n"}, None)
-    assert other.graph is not None
+    # another change of the same tree is not answered from this one's form, but patched
+    other_texts = {CREATOR: HEAD_TEXT + "\nimport tensorrt_llm.llmapi\n"}
+    other = build_graph(str(root), other_texts, None)
+    assert answers(other) == answers(build_graph(str(root), other_texts, None,
+                                                 use_cache=False))
+    assert "tensorrt_llm.llmapi" in other.by_path[CREATOR].imports
 
 
 @pytest.mark.parametrize("edit", ["edit", "add", "remove", "rename-dir", "new-dir"])
@@ -152,7 +157,6 @@ def test_a_text_equal_to_its_file_is_the_file(tmp_path: Path,
     with monkeypatch.context() as m:
         m.setattr(auditor.graph, "scan_module", refuse)
         got = build_graph(str(root), same)  # another change key: not the plain form's
-    assert got.graph is not None
     assert answers(got) == answers(build_graph(str(root), same, use_cache=False))
     differs = {CREATOR: HEAD_TEXT + "\nimport tensorrt_llm.llmapi\n"}
     info = build_graph(str(root), differs).by_path[CREATOR]
@@ -170,16 +174,16 @@ def test_a_cold_graph_built_in_a_child_answers_as_one_built_here(
     texts = {CREATOR: HEAD_TEXT} if change == "texts" else None
     exclude = {CREATOR} if change == "exclude" else None
     pids = tmp_path / "pids"
-    real = auditor.graph._build_plain
+    real = auditor.graph._build_both
 
-    def recorded(*args: Any) -> str | None:
+    def recorded(*args: Any) -> None:
         with open(pids, "a") as fh:
             fh.write(f"{os.getpid()}\n")
-        return real(*args)
+        real(*args)
 
     monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)  # the example tree counts as many
     monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(auditor.graph, "_build_plain", recorded)
+    monkeypatch.setattr(auditor.graph, "_build_both", recorded)
     got = build_graph(str(root), texts, exclude)
     assert got.graph is None  # the plain form the child wrote
     assert [int(p) for p in pids.read_text().split()] != [os.getpid()]
@@ -196,7 +200,7 @@ def test_a_failed_child_graph_is_built_here(tmp_path: Path,
     root = example_tree(tmp_path)
     monkeypatch.setattr(auditor.graph, "MIN_ITEMS", 1)
     monkeypatch.setattr(auditor.graph, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(auditor.graph, "_build_plain", fail)
+    monkeypatch.setattr(auditor.graph, "_build_both", fail)
     got = build_graph(str(root))
     assert got.graph is not None  # built here
     assert answers(got) == answers(build_graph(str(root), use_cache=False))

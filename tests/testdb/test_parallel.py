@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
-from testdb.parallel import in_child, parallel_map
+import pytest
+
+from testdb.parallel import in_child, in_child_parts, in_fork, parallel_map
 
 
 def _touch(path: str) -> str:
@@ -45,3 +48,31 @@ def test_in_child_answers_from_another_process_or_none() -> None:
     assert in_child(_square, 7)() == 49
     assert in_child(_fail)() is None  # the caller does the work itself and meets the error
     assert in_child(os._exit, 3)() is None  # died before answering
+
+
+def _answers(tell: Any, n: int) -> None:
+    """Two answers: one from a fork of the child (as the graph's last steps), one from it."""
+    in_fork(lambda: tell("forked", os.getpid()))
+    tell("square", n * n)
+    if n < 0:
+        raise ValueError("after one answer")
+
+
+def test_in_child_parts_answers_each_name_from_child_or_fork_or_none() -> None:
+    answer = in_child_parts(_answers, 7)
+    assert answer("square") == 49
+    assert answer("forked") not in (None, os.getpid())
+    assert answer("absent") is None  # the child ended without it
+    failed = in_child_parts(_answers, -2)
+    assert failed("square") == 4 and failed("absent") is None
+
+
+def test_in_fork_runs_here_where_no_fork_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise OSError("no more processes")
+
+    ran: list[int] = []
+    monkeypatch.setattr(os, "fork", no_fork)
+    in_fork(lambda: ran.append(os.getpid()))
+    in_fork(lambda: _fail())  # an error stays in: the answer is simply not told
+    assert ran == [os.getpid()]
