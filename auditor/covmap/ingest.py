@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
+import weakref
 from array import array
 from dataclasses import dataclass, field
 
@@ -54,6 +55,8 @@ class Sources:
         self.root = os.path.realpath(root)
         self.commit = commit or ""
         self._git = False
+        self._cat: subprocess.Popen[bytes] | None = None
+        self._prefix = ""
         self._paths: set[str] | None = None
         self._units: dict[str, tuple[list[Unit], array[int]] | None] = {}
         if commit is not None and _git_has(self.root, commit):
@@ -95,15 +98,36 @@ class Sources:
 
     def text(self, rel: str) -> str | None:
         if self._git:
+            blob = self._blob(f"{self.commit}:{self._prefix}{rel}")
+            if blob is None:
+                return None
             try:
-                return _git(self.root, "show", f"{self.commit}:./{rel}")
-            except InputError:
+                return blob.decode("utf-8")
+            except UnicodeDecodeError:
                 return None
         try:
             with open(os.path.join(self.root, rel), encoding="utf-8") as fh:
                 return fh.read()
         except (OSError, UnicodeDecodeError):
             return None
+
+    def _blob(self, spec: str) -> bytes | None:
+        """One object through a ``git cat-file --batch`` kept open: a ``git show`` per file
+        cost a process start each, seconds for the thousand files a large run measures."""
+        if self._cat is None:
+            self._cat = subprocess.Popen(["git", "-C", self.root, "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            weakref.finalize(self, _close, self._cat)
+        cat = self._cat
+        assert cat.stdin is not None and cat.stdout is not None
+        cat.stdin.write(spec.encode() + b"\n")
+        cat.stdin.flush()
+        line = cat.stdout.readline()
+        if not line or line.endswith((b" missing\n", b" ambiguous\n")):
+            return None
+        _, kind, size = line.split()  # "<sha> <type> <size>"
+        data = cat.stdout.read(int(size) + 1)[:-1]
+        return data if kind == b"blob" else None
 
     def units(self, rel: str) -> tuple[list[Unit], array[int]] | None:
         """The file's units and its line owners; None when it is missing or does not parse."""
@@ -118,6 +142,15 @@ class Sources:
                     got = None
             self._units[rel] = got
         return self._units[rel]
+
+
+def _close(proc: subprocess.Popen[bytes]) -> None:
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def _git(root: str, *args: str) -> str:
