@@ -8,13 +8,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from array import array
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.covmap import cbts
-from auditor.covmap.ingest import Ingest, Part, Reader, Sources, read_coverage, resolve_commit
-from auditor.covmap.store import AddResult, MapStore
+from auditor.covmap.ingest import (
+    Ingest,
+    Part,
+    Preload,
+    Reader,
+    Sources,
+    measured_rels,
+    parse_files,
+    preload,
+    read_coverage,
+    resolve_commit,
+)
+from auditor.covmap.store import AddResult, FuncRef, MapStore
 from testdb.errors import InputError, SourceLoc
 
 
@@ -94,10 +106,10 @@ def _read_groups(paths: list[str], root: str, commit: str | None,
     """The coverage data files read into one ``Ingest`` (the path of CBTS inputs and of
     ``ingest``'s callers; ``add_files`` stores while it reads)."""
     into = Ingest()
-    parts = _parts(paths, root, commit, sources_at(commit))
+    reading = _Reading(paths, root, commit, sources_at(commit))
     refs: dict[str, list[Any]] = {}
-    for part in parts:
-        table = refs.setdefault(part.reader, [])
+    for part in reading.parts():
+        table = refs.setdefault(part.reader, list(reading.preloaded))
         table += part.refs
         into.scanned.update(table[i] for i in part.scanned)
         into.unmatched_files.update(part.unmatched)
@@ -110,49 +122,80 @@ def _read_groups(paths: list[str], root: str, commit: str | None,
 _WORKER: dict[str, Reader] = {}
 
 
-def _worker_init(root: str, commit: str | None) -> None:
+def _worker_init(root: str, commit: str | None, preloaded: Preload | None) -> None:
     import gc
 
     gc.disable()  # the reader builds millions of small objects and frees none until it exits
-    _WORKER["reader"] = Reader(Sources(root, commit))
+    _WORKER["reader"] = Reader(Sources(root, commit), preloaded)
 
 
 def _worker_read(path: str) -> Part:
     return _WORKER["reader"].read(path)
 
 
-def _parts(paths: list[str], root: str, commit: str | None, sources: Sources,
-           workers: int | None = None) -> Generator[Part, None, None]:
-    """Each data file read (``Reader.read``), in order, streamed: in worker processes, a
-    reader each (its sources parsed once per process), when there are several files and
-    CPUs; the caller stores a file's part while the workers read the next ones."""
-    from testdb.parallel import usable_cpus
+def _worker_measured(path: str) -> list[str]:
+    return measured_rels(path, _WORKER["reader"].sources)
 
-    n = min(usable_cpus() if workers is None else workers, len(paths))
-    pool = None
-    if n > 1:
+
+def _worker_parse(rels: list[str]) -> list[tuple[str, list[FuncRef] | None, array[int] | None]]:
+    return parse_files(rels, _WORKER["reader"].sources)
+
+
+class _Reading:
+    """The data files read (``Reader.read``), in order, streamed (``parts``): in worker
+    processes when there are several files and CPUs, the caller storing a file's part while
+    the workers read the next ones. There, the files the data measured are first parsed once,
+    shared out among the workers (each data file of a large run measures most of the
+    project's files: every reader parsing them all cost seconds a call), and handed to every
+    reader numbered alike: ``preloaded`` are those functions, numbers 0 on."""
+
+    def __init__(self, paths: list[str], root: str, commit: str | None, sources: Sources,
+                 workers: int | None = None) -> None:
+        from testdb.parallel import usable_cpus
+
+        self.paths, self.root, self.commit, self.sources = paths, root, commit, sources
+        self.cpus = usable_cpus() if workers is None else workers
+        self.n = min(self.cpus, len(paths))  # readers: a data file is read by one
+        self.preloaded: list[FuncRef] = []
+
+    def _pool(self, n: int, preloaded: Preload | None) -> Any:
         try:
             from concurrent.futures import ProcessPoolExecutor
 
-            pool = ProcessPoolExecutor(max_workers=n, initializer=_worker_init,
-                                       initargs=(root, commit))
+            return ProcessPoolExecutor(max_workers=n, initializer=_worker_init,
+                                       initargs=(self.root, self.commit, preloaded))
         except (OSError, RuntimeError, NotImplementedError):
-            pool = None  # no process pool here (a sandbox): serially is correct
-    if pool is None:
-        reader = Reader(sources)
-        for p in paths:
-            yield reader.read(p)
-        return
-    done = False
-    try:
-        futures = [pool.submit(_worker_read, p) for p in paths]
-        for f in futures:
-            yield f.result()
-        done = True
-    finally:
-        # Not waiting for the workers to exit: each holds a large heap that takes a while
-        # to tear down, and every result is in.
-        pool.shutdown(wait=False, cancel_futures=not done)
+            return None  # no process pool here (a sandbox): serially is correct
+
+    def parts(self) -> Generator[Part, None, None]:
+        pool = self._pool(self.cpus, None) if self.cpus > 1 else None
+        if pool is None:
+            reader = Reader(self.sources)
+            for p in self.paths:
+                yield reader.read(p)
+            return
+        with pool:  # even one data file: its thousand sources parse on every CPU
+            rels = sorted(set().union(*pool.map(_worker_measured, self.paths)))
+            size = max(1, -(-len(rels) // (self.cpus * 4)))
+            chunks = [rels[i:i + size] for i in range(0, len(rels), size)]
+            shared = preload([x for got in pool.map(_worker_parse, chunks) for x in got])
+        self.preloaded = shared[0]
+        pool = self._pool(self.n, shared) if self.n > 1 else None
+        if pool is None:
+            reader = Reader(self.sources, shared)
+            for p in self.paths:
+                yield reader.read(p)
+            return
+        done = False
+        try:
+            futures = [pool.submit(_worker_read, p) for p in self.paths]
+            for f in futures:
+                yield f.result()
+            done = True
+        finally:
+            # Not waiting for the workers to exit: each holds a large heap that takes a
+            # while to tear down, and every result is in.
+            pool.shutdown(wait=False, cancel_futures=not done)
 
 
 @dataclass
@@ -196,13 +239,18 @@ def add_files(data_files: list[str], root: str, commit: str | None, map_path: st
                          "the tests ran at); outside a git checkout it is required")
     names: set[str] = set()
     unmatched: set[str] = set()
-    parts = _parts(data_files, root, src_commit, Sources(root, src_commit), workers)
+    reading = _Reading(data_files, root, src_commit, Sources(root, src_commit), workers)
+    parts = reading.parts()
     try:
         first = next(parts)  # a file that cannot be read fails before the map is touched
         with _writing(map_path) as store, store.adding(at, measured_at) as w:
+            shared = w.func_ids(reading.preloaded)
             ids: dict[str, list[int]] = {}  # per reader: its function numbers -> map ids
             for part in _chain(first, parts):
-                table = ids.setdefault(part.reader, [])
+                table = ids.get(part.reader)
+                if table is None:
+                    table = ids[part.reader] = list(shared)
+                assert len(table) == part.first, "a reader's numbers out of step"
                 table += w.func_ids(part.refs)
                 w.scan(table[i] for i in part.scanned)
                 unmatched.update(part.unmatched)

@@ -207,14 +207,64 @@ class Part:
     unmatched: list[str]
 
 
-class Reader:
-    """Reads coverage data files against one ``Sources``, numbering each function once."""
+# Files parsed ahead of the reading, numbered once for every reader: (the functions in
+# order, per file the numbers of its first unit and of the one after its last and its line
+# owners, or None where it does not parse).
+Preload = tuple[list[FuncRef], dict[str, tuple[int, int, "array[int]"] | None]]
 
-    def __init__(self, sources: Sources) -> None:
+
+def measured_rels(path: str, sources: Sources) -> list[str]:
+    """The checkout files (not test code) a data file measured; [] for a file that cannot be
+    read (its reading says why)."""
+    from coverage import CoverageData
+    from coverage.exceptions import CoverageException
+
+    try:
+        data = CoverageData(basename=path)
+        data.read()
+        files = data.measured_files()
+    except (CoverageException, sqlite3.Error):
+        return []
+    rels = (sources.resolve(m) for m in files)
+    return [r for r in rels if r is not None and not is_test_file(r)]
+
+
+def parse_files(rels: list[str], sources: Sources
+                ) -> list[tuple[str, list[FuncRef] | None, array[int] | None]]:
+    """Each file's functions and line owners (None: missing, or does not parse)."""
+    out: list[tuple[str, list[FuncRef] | None, array[int] | None]] = []
+    for rel in rels:
+        got = sources.units(rel)
+        if got is None:
+            out.append((rel, None, None))
+        else:
+            us, owner = got
+            out.append((rel, [FuncRef(rel, u.qualname, u.kind, u.fp) for u in us], owner))
+    return out
+
+
+def preload(parsed: list[tuple[str, list[FuncRef] | None, array[int] | None]]) -> Preload:
+    refs: list[FuncRef] = []
+    files: dict[str, tuple[int, int, array[int]] | None] = {}
+    for rel, fs, owner in parsed:
+        if fs is None or owner is None:
+            files[rel] = None
+        else:
+            files[rel] = (len(refs), len(refs) + len(fs), owner)
+            refs += fs
+    return refs, files
+
+
+class Reader:
+    """Reads coverage data files against one ``Sources``, numbering each function once
+    (``preloaded``: the files parsed ahead, numbered alike for every reader)."""
+
+    def __init__(self, sources: Sources, preloaded: Preload | None = None) -> None:
         self.sources = sources
         self.key = f"{os.getpid()}:{id(self)}"
-        self.refs: list[FuncRef] = []
-        self._files: dict[str, tuple[int, int, array[int]] | None] = {}
+        self.refs: list[FuncRef] = list(preloaded[0]) if preloaded else []
+        self._files: dict[str, tuple[int, int, array[int]] | None] = (
+            dict(preloaded[1]) if preloaded else {})
         self._scanned: set[str] = set()
 
     def _file(self, rel: str) -> tuple[int, int, array[int]] | None:
