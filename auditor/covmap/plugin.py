@@ -55,6 +55,11 @@ def pytest_configure(config: pytest.Config) -> None:
     root = _root(config)
     if data_file:
         os.makedirs(os.path.dirname(os.path.abspath(data_file)), exist_ok=True)
+        if coverage.version_info < (7, 10):  # no a1_coverage.pth: children start unmeasured
+            config.issue_config_time_warning(pytest.PytestWarning(
+                f"testdb: coverage.py {coverage.__version__} does not start itself in the "
+                "processes a test spawns (7.10 and later do): their code is not measured; "
+                "upgrade coverage"), stacklevel=2)
         cov = coverage.Coverage(data_file=data_file, source=[root], config_file=False)
         cov.start()
         _STATE.update(cov=cov, own=True, root=root, data_file=os.path.abspath(data_file),

@@ -184,3 +184,25 @@ def test_processes_a_test_spawns_are_measured_under_its_id(tmp_path: Path, four_
         assert ("spawnlib/target.py", "work") not in fns
         assert {q for p, q, _ in s.functions_of(SPAWN_IDS[2])
                 if p == "spawnlib/target.py"} == {"<module>", "other"}
+
+
+@pytest.mark.parametrize(("version", "warned"), [("(7, 9, 2, 'final', 0)", True),
+                                                 ("(7, 10, 0, 'final', 0)", False)])
+def test_a_coverage_without_the_start_up_hook_is_said(tmp_path: Path, version: str,
+                                                      warned: bool) -> None:
+    """coverage.py before 7.10 has no a1_coverage.pth: the children of a test go unmeasured,
+    and the run says so rather than leaving the map quietly short."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(f"import coverage\ncoverage.version_info = {version}\n")
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=REPO, TESTDB_COVERAGE_FILE=str(tmp_path / "k.coverage"))
+    env.pop("COVERAGE_PROCESS_START", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", PLUGIN, "-W",
+                           "default", str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = "does not start itself in the processes a test spawns" in proc.stdout + proc.stderr
+    assert said is warned
+    assert (tmp_path / "k.coverage").is_file()
