@@ -61,22 +61,20 @@ def add(opts: Any, data: tuple[str, ...], commit: str | None, measured_at: str |
     """Add coverage.py data files (one dynamic context per test: pytest-cov's
     --cov-context=test, or `testdb launch --coverage`) or CBTS touch DBs (v1, v3) to the
     map. Executed lines become functions by the source of --root at that commit."""
-    from auditor.covmap.add import ingest
-    from auditor.covmap.store import MapStore
+    from auditor.covmap.add import add_files
 
     when = _when(measured_at)
-    got, sha = ingest(list(data), opts.root, commit)
     path = map_path(opts, map_file)
-    with MapStore.open_or_create(path) as store:
-        res = store.add(sha, when, got.tests, got.scanned)
-    out = {"map": path, "commit": sha, "tests": len(got.tests), "added": res.added,
+    got = add_files(list(data), opts.root, commit, path, measured_at=when)
+    res, sha = got.result, got.commit
+    out = {"map": path, "commit": sha, "tests": got.tests, "added": res.added,
            "joined": res.joined, "replaced": res.replaced, "older": res.older,
            "links": res.links, "files_not_in_checkout": sorted(got.unmatched_files),
            "unknown_functions": got.unknown_functions}
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
         return 0
-    click.echo(f"{path}: {len(got.tests)} test(s) measured at {sha[:12]}: {res.added} new, "
+    click.echo(f"{path}: {got.tests} test(s) measured at {sha[:12]}: {res.added} new, "
                f"{res.joined} joined, {res.replaced} replaced, {res.older} older than the "
                f"map's (kept the map's); {res.links:,} link(s)")
     if got.unmatched_files:

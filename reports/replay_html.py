@@ -45,6 +45,11 @@ def read_replay(path: str) -> dict[str, Any]:
                 and isinstance(p.get("behaviours"), int) and isinstance(p.get("guarded"), int)):
             raise InputError(f"{path}: series[{i}]: expected sha, behaviours and guarded",
                              hint=_HINT)
+    m = doc.get("map")
+    if m is not None and not (isinstance(m, dict) and isinstance(m.get("path"), str)
+                              and all(type(m.get(k)) is int for k in ("measured",
+                                                                      "static_only"))):
+        raise InputError(f"{path}: map: expected path, measured and static_only", hint=_HINT)
     return doc
 
 
@@ -81,6 +86,32 @@ def chart(series: list[dict[str, Any]]) -> dict[str, Any]:
             "labels": labels, "label_y": _H - 8, "points": len(dots)}
 
 
+def map_counts(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """What the measured map decided (docs/map.md), per commit and in total; None when the
+    replay read no map (then every verdict is static and no count is shown: zero measured
+    would read as "the map knew nothing"). Per commit the counts are the audit summary's
+    (``auditor.measured.summary_counts`` of each record's deciding tiers); the total is the
+    replay's own ``map`` part, which counts the same records."""
+    m = doc.get("map")
+    if m is None:
+        return None
+    from auditor.measured import summary_counts
+
+    rows = []
+    for c in doc["commits"]:
+        if c.get("status") != "audited" or not c.get("behaviours"):
+            continue
+        measured, static_only = summary_counts(b.get("tier") for b in c["behaviours"])
+        rows.append({"sha": c["sha"], "short": c["sha"][:10], "subject": c.get("subject", ""),
+                     "behaviours": len(c["behaviours"]), "measured": measured,
+                     "static_only": static_only})
+    total = m["measured"] + m["static_only"]
+    return {"path": m["path"], "measured": m["measured"], "static_only": m["static_only"],
+            "decided": total,
+            "percent": round(100 * m["measured"] / total, 1) if total else None,
+            "commits": rows, "commits_measured": sum(1 for r in rows if r["measured"])}
+
+
 def replay_page(doc: dict[str, Any]) -> dict[str, Any]:
     """Everything the history page shows; the template adds no logic."""
     subjects = {c["sha"]: c.get("subject", "") for c in doc["commits"]}
@@ -95,4 +126,4 @@ def replay_page(doc: dict[str, Any]) -> dict[str, Any]:
             "commits": len(doc["commits"]), "interrupted": bool(doc.get("interrupted")),
             "totals": totals, "shares": shares, "chart": chart(doc["series"]),
             "scoring": sc, "faulty": faulty, "leaned_on": doc.get("leaned_on", []),
-            "plan": doc.get("plan")}
+            "plan": doc.get("plan"), "map": map_counts(doc)}

@@ -331,21 +331,26 @@ class MapStore:
             tests: dict[str, set[FuncRef]], scanned: Iterable[FuncRef]) -> AddResult:
         """One ingest, atomically: ``tests`` maps each test id to the functions it executed;
         ``scanned``: every function of the files measured (the negative evidence's ground)."""
-        when = int(time.time()) if measured_at is None else measured_at
-        counts = dict.fromkeys(("added", "joined", "replaced", "older"), 0)
-        links = 0
-        with self.transaction():
-            cid = self.commit_id(commit)
+        with self.adding(commit, measured_at) as w:
             all_funcs = set(scanned).union(*tests.values()) if tests else set(scanned)
-            ids = self.func_ids(sorted(all_funcs))
-            self.record_scan(cid, (ids[f] for f in scanned))
-            pending = _Pending()
+            ordered = sorted(all_funcs)
+            ids = dict(zip(ordered, w.func_ids(ordered), strict=True))
+            w.scan(ids[f] for f in scanned)
             for name in sorted(tests):
-                what = self.put_test(name, cid, when, [ids[f] for f in tests[name]], pending)
-                counts[what] += 1
-                links += len(tests[name]) if what != "older" else 0
-            pending.flush(self.db)
-        return AddResult(links=links, **counts)
+                w.test(name, [ids[f] for f in tests[name]])
+        return w.result()
+
+    @contextlib.contextmanager
+    def adding(self, commit: str, measured_at: int | None) -> Iterator[Adding]:
+        """One ingest fed piece by piece (functions, scans, tests as a reader finds them) in
+        one transaction: ``map add`` stores what its workers have read while they read on.
+        The links are written when the transaction ends (or when many are pending), sorted
+        by key, so the b-tree is written in order."""
+        with self.transaction():
+            w = Adding(self, self.commit_id(commit),
+                       int(time.time()) if measured_at is None else measured_at)
+            yield w
+            w.pending.flush(self.db)
 
     def merge_from(self, other: MapStore) -> AddResult:
         """Every measurement of ``other`` put into this map (one transaction), by the rules of
@@ -484,31 +489,109 @@ class MapStore:
         return f"{st.st_size}:{st.st_mtime_ns}:{dv}:{n[0]}:{n[1]}"
 
 
+class Adding:
+    """One ``MapStore.adding`` ingest in progress. A test met again in the same ingest (another
+    data file measured it too) is joined: counted once, its links the union of the parts."""
+
+    def __init__(self, store: MapStore, commit_id: int, when: int) -> None:
+        self.store = store
+        self.commit_id = commit_id
+        self.when = when
+        self.pending = _Pending()
+        self.counts = dict.fromkeys(("added", "joined", "replaced", "older"), 0)
+        self.links = 0
+        # this ingest's function ids per test (compact: 4 bytes a link), for a test met again
+        self._seen: dict[str, tuple[str, array[int]]] = {}
+
+    def func_ids(self, funcs: Iterable[FuncRef]) -> list[int]:
+        """The map's ids of the functions, in their order (interned when new)."""
+        refs = list(funcs)
+        got = self.store.func_ids(refs)
+        return [got[f] for f in refs]
+
+    def scan(self, func_ids: Iterable[int]) -> None:
+        self.store.record_scan(self.commit_id, func_ids)
+
+    def test(self, name: str, func_ids: Iterable[int]) -> None:
+        new = set(func_ids)
+        seen = self._seen.get(name)
+        if seen is None:
+            what = self.store._put(name, self.commit_id, self.when, new, self.pending)
+            self.counts[what] += 1
+            if what != "older":
+                self.links += len(new)
+            self._seen[name] = (what, array("I", sorted(new)))
+        elif seen[0] != "older":
+            before = set(seen[1])
+            more = new - before
+            if more:
+                self.store._put(name, self.commit_id, self.when, more, self.pending)
+                self.links += len(more)
+                self._seen[name] = (seen[0], array("I", sorted(before | more)))
+        if len(self.pending) > _FLUSH_AT:  # bounded memory for a large ingest
+            self.pending.flush(self.store.db)
+
+    def result(self) -> AddResult:
+        return AddResult(links=self.links, **self.counts)
+
+
+# Pending link rows written in one sorted pass once this many are collected (about 40 MB).
+_FLUSH_AT = 4_000_000
+
+
 class _Pending:
-    """Link rows to write, collected over many tests and written sorted by key."""
+    """Link rows to write, collected over many tests and written sorted by key: per function
+    the test ids (compact arrays, 4 bytes a row), so the rows come out in key order without
+    sorting millions of tuples."""
 
     def __init__(self) -> None:
-        self.new: list[tuple[int, int]] = []
-        self.gone: list[tuple[int, int]] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.new: dict[int, array[int]] = {}
+        self.gone: dict[int, array[int]] = {}
+        self._n = 0
+        self._last = {"new": -1, "gone": -1}
+        self._ordered = {"new": True, "gone": True}
 
     def __len__(self) -> int:
-        return len(self.new) + len(self.gone)
+        return self._n
+
+    def _put(self, into: dict[int, array[int]], which: str, tid: int, funcs: set[int]) -> None:
+        if not funcs:
+            return
+        if tid < self._last[which]:  # rows of an earlier test: each list needs sorting
+            self._ordered[which] = False
+        self._last[which] = tid
+        for f in funcs:
+            a = into.get(f)
+            if a is None:
+                a = into[f] = array("I")
+            a.append(tid)
+        self._n += len(funcs)
 
     def add(self, tid: int, funcs: set[int]) -> None:
-        self.new += [(f, tid) for f in funcs]
+        self._put(self.new, "new", tid, funcs)
 
     def drop(self, tid: int, funcs: set[int]) -> None:
-        self.gone += [(f, tid) for f in funcs]
+        self._put(self.gone, "gone", tid, funcs)
+
+    @staticmethod
+    def _rows(by: dict[int, array[int]], ordered: bool) -> Iterator[tuple[int, int]]:
+        for f in sorted(by):
+            ts = by[f] if ordered else sorted(by[f])
+            for t in ts:
+                yield f, t
 
     def flush(self, db: sqlite3.Connection) -> None:
         # Drops first: a test replaced and then re-added in one batch keeps its new rows.
         if self.gone:
-            self.gone.sort()
-            db.executemany("DELETE FROM links WHERE func_id = ? AND test_id = ?", self.gone)
+            db.executemany("DELETE FROM links WHERE func_id = ? AND test_id = ?",
+                           self._rows(self.gone, self._ordered["gone"]))
         if self.new:
-            self.new.sort()
-            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?)", self.new)
-        self.new, self.gone = [], []
+            db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?)",
+                           self._rows(self.new, self._ordered["new"]))
+        self._reset()
 
 
 def _tune(db: sqlite3.Connection) -> None:

@@ -118,3 +118,91 @@ def test_only_tests_that_ran_to_the_end_are_added(tmp_path: Path, outcome: str,
     keep, left = measured_files([result], tmp_path)
     assert (keep == [str(f)]) is added
     assert bool(left) is not added
+
+
+SPAWN_TESTS = '''import subprocess
+import sys
+
+
+def test_child_does_the_work():
+    """The code under test runs in a child Python process only."""
+    subprocess.run([sys.executable, "-c", "import spawnlib.target as t; t.work()"], check=True)
+
+
+def test_unrelated_child():
+    """TRAP: spawns a child that imports the module and calls nothing of it."""
+    subprocess.run([sys.executable, "-c", "import spawnlib.target"], check=True)
+
+
+def test_after_the_children():
+    """TRAP: runs after the spawning tests in the same pytest; spawns nothing itself."""
+    import spawnlib.target as t
+
+    assert t.other() == 1
+'''
+SPAWN_IDS = ["spawn/test_spawn.py::test_child_does_the_work",
+             "spawn/test_spawn.py::test_unrelated_child",
+             "spawn/test_spawn.py::test_after_the_children"]
+
+
+def test_processes_a_test_spawns_are_measured_under_its_id(tmp_path: Path, four_gpus: None,
+                                                           run_cli: Any,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """A test whose code under test runs in a child process (``subprocess.run([sys.executable,
+    ...])``) is linked to the function the child executed, under its own id; a test that
+    spawns only an unrelated child, and one that runs after the spawning ones, are not."""
+    yml = Path(FI) / "tests/integration/test_lists/test-db/l0_dgx_h100.yml"
+    text = yml.read_text()
+    anchor = "  tests:\n"
+    assert anchor in text
+    listed = text.replace(anchor, anchor + "".join(f"  - {t}\n" for t in SPAWN_IDS), 1)
+    root, sha = checkout(tmp_path, FI, {
+        "spawnlib/__init__.py": "",
+        "spawnlib/target.py": "def work():\n    return 42\n\n\ndef other():\n    return 1\n",
+        "tests/integration/defs/spawn/__init__.py": "",
+        "tests/integration/defs/spawn/test_spawn.py": SPAWN_TESTS,
+        "tests/integration/test_lists/test-db/l0_dgx_h100.yml": listed})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(root), REPO]))
+    monkeypatch.delenv("COVERAGE_PROCESS_START", raising=False)
+    m = tmp_path / "map.sqlite"
+    r = run_cli("--root", str(root), "launch", "test_spawn.py", "--include-pre-merge",
+                "--backend", "local", "--coverage", "--map", str(m),
+                "--run-dir", str(tmp_path / "run"))
+    assert r.code == 0, r.out + r.err
+    assert f"3 test(s) measured at {sha[:12]}" in r.err
+    cov_dir = tmp_path / "run" / "coverage"
+    assert len(list(cov_dir.glob("*.coverage"))) == 3
+    assert not list(cov_dir.glob("*.child*"))  # the children's files were joined, then removed
+    with MapStore.open(str(m)) as s:
+        ran = {ln.test_id for ln in s.tests_executing("spawnlib/target.py", "work")}
+        assert ran == {SPAWN_IDS[0]}
+        assert s.tests_not_executing("spawnlib/target.py", "work", ran) == set(SPAWN_IDS[1:])
+        # the unrelated child did run the module's body (import), under its parent's id
+        fns = {(p, q) for p, q, _ in s.functions_of(SPAWN_IDS[1])}
+        assert ("spawnlib/target.py", "<module>") in fns
+        assert ("spawnlib/target.py", "work") not in fns
+        assert {q for p, q, _ in s.functions_of(SPAWN_IDS[2])
+                if p == "spawnlib/target.py"} == {"<module>", "other"}
+
+
+@pytest.mark.parametrize(("version", "warned"), [("(7, 9, 2, 'final', 0)", True),
+                                                 ("(7, 10, 0, 'final', 0)", False)])
+def test_a_coverage_without_the_start_up_hook_is_said(tmp_path: Path, version: str,
+                                                      warned: bool) -> None:
+    """coverage.py before 7.10 has no a1_coverage.pth: the children of a test go unmeasured,
+    and the run says so rather than leaving the map quietly short."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conftest.py").write_text(f"import coverage\ncoverage.version_info = {version}\n")
+    (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=REPO, TESTDB_COVERAGE_FILE=str(tmp_path / "k.coverage"))
+    env.pop("COVERAGE_PROCESS_START", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", PLUGIN, "-W",
+                           "default", str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = "does not start itself in the processes a test spawns" in proc.stdout + proc.stderr
+    assert said is warned
+    assert (tmp_path / "k.coverage").is_file()

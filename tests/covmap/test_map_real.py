@@ -49,6 +49,7 @@ def checkout(tmp: Path, src: str, extra: dict[str, str | None] | None = None
         if text is None:
             (root / rel).unlink()
         else:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
