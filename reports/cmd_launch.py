@@ -176,8 +176,8 @@ def _measured_rows(rows: list[Any], rdir: Path, root: str) -> list[Any]:
 def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
                 submitted: bool) -> None:
     """The data files of the tests that ran, added to the map (stderr: stdout is the run)."""
-    from auditor.covmap.add import ingest
-    from auditor.covmap.store import MapStore, default_path
+    from auditor.covmap.add import add_files
+    from auditor.covmap.store import default_path
     from auditor.launch.coverage import data_file, measured_files
 
     path = map_file or default_path(opts.root)
@@ -192,11 +192,9 @@ def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
     if not files:
         click.echo("note: no coverage data to add to the map", err=True)
         return
-    got, sha = ingest(files, opts.root, None, work_tree=True)
-    with MapStore.open_or_create(path) as store:
-        res = store.add(sha, None, got.tests, got.scanned)
-    click.echo(f"map {path}: {len(got.tests)} test(s) measured at {sha[:12]} "
-               f"({res.links:,} links)", err=True)
+    got = add_files(files, opts.root, None, path, work_tree=True)
+    click.echo(f"map {path}: {got.tests} test(s) measured at {got.commit[:12]} "
+               f"({got.result.links:,} links)", err=True)
 
 
 def _drop_if_empty(rdir: Path, claimed: bool) -> None:
