@@ -242,16 +242,17 @@ def plan_tree(opts: Any, sha: str, rules: str | None,
     which may be at another commit or dirty. A --stages/--triggers/--platform-facts/--rules
     path inside the checkout is read from that tree too; one outside it as given.
     ``tree_written(root)`` is called once the tree is written, before its plan is parsed."""
-    from auditor.replay.gitsource import git, scratch, tree_of
-    from auditor.replay.options import ReplayOptions, trees_dir
+    from auditor.replay.gitsource import head_facts, scratch
+    from auditor.replay.options import ReplayOptions, replay_dir
     from reports.common import require_test_lists
     from testdb.index import load
 
     given = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
                                 platform_facts=opts.platform_facts, rules=rules)
-    prefix = git(opts.root, "rev-parse", "--show-prefix").strip()  # --root below the top
-    with scratch(opts.root, trees_dir(opts.root)) as tree:
-        tree.checkout(tree_of(opts.root, sha))
+    # --root below the top; the slots' directory (``trees_dir``); the commit's tree
+    prefix, repo_key, sha_tree = head_facts(opts.root, sha)
+    with scratch(opts.root, os.path.join(replay_dir(), "trees", repo_key)) as tree:
+        tree.checkout(sha_tree)
         root = os.path.join(tree.root, prefix) if prefix else tree.root
         for name in given.in_tree:
             rel = getattr(given, name)

@@ -80,6 +80,18 @@ def repo_key(repo: str) -> str:
     return hashlib.sha256(os.path.realpath(gitdir).encode()).hexdigest()[:16]
 
 
+def head_facts(repo: str, rev: str) -> tuple[str, str, str]:
+    """(``--show-prefix``, ``repo_key``, ``tree_of(rev)``) from one ``git rev-parse`` (three
+    processes each cost ~2-4 ms of a warm audit)."""
+    out = git(repo, "rev-parse", "--show-prefix", "--absolute-git-dir", f"{rev}^{{tree}}")
+    lines = out.split("\n")
+    if len(lines) != 4 or lines[3]:  # a name with a newline in it: asked one by one
+        return (git(repo, "rev-parse", "--show-prefix").strip(), repo_key(repo),
+                tree_of(repo, rev))
+    return (lines[0].strip(), hashlib.sha256(os.path.realpath(lines[1].strip()).encode())
+            .hexdigest()[:16], lines[2].strip())
+
+
 def list_tree(repo: str, tree: str) -> dict[str, TreeEntry]:
     out = git(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
     files: dict[str, TreeEntry] = {}

@@ -190,3 +190,17 @@ def test_moving_the_slot_to_another_tree_drops_the_stamp(repo: Path, tmp_path: P
     back.close()
     assert _content(Path(root))["pkg/mod.py"] == FILES["pkg/mod.py"]
     assert not (Path(root) / "pkg" / "new.py").exists()
+
+
+@pytest.mark.parametrize("below", ["", "pkg"], ids=["top", "subfolder"])
+def test_head_facts_are_what_the_three_calls_say(repo: Path, below: str) -> None:
+    """``audit --head`` asks git once for the prefix, the slots' key and the commit's tree."""
+    from auditor.replay.gitsource import head_facts, repo_key
+    from auditor.replay.options import replay_dir, trees_dir
+
+    root = str(repo / below) if below else str(repo)
+    prefix, key, tree = head_facts(root, "HEAD")
+    assert prefix == git(Path(root), "rev-parse", "--show-prefix").strip() == (
+        f"{below}/" if below else "")
+    assert (key, tree) == (repo_key(root), tree_of(root, "HEAD"))
+    assert os.path.join(replay_dir(), "trees", key) == trees_dir(root)
