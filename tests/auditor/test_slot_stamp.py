@@ -121,18 +121,27 @@ def _retarget_link(root: Path) -> None:
     os.symlink("__init__.py", root / "pkg" / "alias.py")
 
 
-EDITS: dict[str, Callable[[Path], None]] = {
+def _stray_directory(root: Path) -> None:
+    os.makedirs(root / "tests" / "new")
+    (root / "tests" / "new" / "test_x.py").write_text("")
+
+
+def _directory_deleted(root: Path) -> None:
+    sub = root / "tests" / "integration" / "defs" / "sub"
+    for f in sub.iterdir():
+        f.unlink()
+    sub.rmdir()
+
+
+EDITS: dict[str, Callable[[Path], object]] = {
     "content, another size": lambda r: (r / "pkg" / "mod.py").write_text("def f(x):\n    pass\n"),
     "content, same size, mtime put back": _edit_same_size_keep_mtime,
     "file replaced by a rename": _replace_by_rename,
     "stray file in a directory": lambda r: (r / "pkg" / "stray.py").write_text("x = 1\n"),
     "stray file at the top": lambda r: (r / "conftest.py").write_text("import os\n"),
-    "stray directory": lambda r: (os.makedirs(r / "tests" / "new"),
-                                  (r / "tests" / "new" / "test_x.py").write_text("")),
+    "stray directory": _stray_directory,
     "file deleted": lambda r: (r / "tests" / "integration" / "defs" / "test_a.py").unlink(),
-    "directory deleted": lambda r: [*map(os.unlink, (r / "tests" / "integration" / "defs" /
-                                                     "sub").iterdir()),
-                                    os.rmdir(r / "tests" / "integration" / "defs" / "sub")],
+    "directory deleted": _directory_deleted,
     "directory replaced by a link": _dir_to_link,
     "link retargeted": _retarget_link,
     "the stamp itself garbled": lambda r: Path(str(r) + ".stamp").write_bytes(b"\x00junk"),
