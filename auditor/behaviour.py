@@ -123,14 +123,15 @@ def _strip_docstrings(node: ast.AST) -> ast.AST:
     return node
 
 
-def _definitions(tree: ast.Module | None) -> dict[str, _Def]:
-    """Each unit's node by qualname, built once per tree (a look-up by walking the tree's
-    children for each changed unit was quadratic too). The first of two same-named
-    definitions wins, as the walk found it."""
-    out: dict[str, _Def] = {}
-    for u, node in _units_and_nodes(tree) if tree is not None else ():
-        out.setdefault(u.qualname, node)
-    return out
+def _units_and_defs(tree: ast.Module | None) -> tuple[list[CodeUnit], dict[str, _Def]]:
+    """``code_units``, and each unit's node by qualname, of one tree from one walk of it (a
+    look-up by walking the tree's children for each changed unit was quadratic too). The
+    first of two same-named definitions wins, as the walk found it."""
+    found = _units_and_nodes(tree) if tree is not None else []
+    defs: dict[str, _Def] = {}
+    for u, node in found:
+        defs.setdefault(u.qualname, node)
+    return [u for u, _ in found], defs
 
 
 def _module_level(tree: ast.Module) -> str:
@@ -180,13 +181,17 @@ def _parse(text: str | None) -> ast.Module | None:
 
 def parse_error(text: str) -> tuple[int, str] | None:
     """(line, message) of why ``text`` is no Python module; None when it parses."""
+    return _parsed(text)[1]
+
+
+def _parsed(text: str) -> tuple[ast.Module | None, tuple[int, str] | None]:
+    """``text``'s tree, or why it is no Python module (``parse_error``): one parse for both."""
     try:
-        ast.parse(text)
+        return ast.parse(text), None
     except SyntaxError as e:
-        return e.lineno or 1, e.msg
+        return None, (e.lineno or 1, e.msg)
     except ValueError as e:  # source code string cannot contain null bytes
-        return 1, str(e)
-    return None
+        return None, (1, str(e))
 
 
 def unparsable(fc: FileChange, line: int, msg: str) -> Behaviour:
@@ -202,12 +207,15 @@ def behaviours(fc: FileChange) -> tuple[list[Behaviour], list[str]]:
     """Behaviour changes of one Python file, and notes (cosmetic-only units). A head side that
     does not parse is one behaviour that cannot be judged (``unparsable``)."""
     notes: list[str] = []
-    if fc.new_text is not None and (err := parse_error(fc.new_text)) is not None:
-        return [unparsable(fc, *err)], notes
-    old_tree, new_tree = _parse(fc.old_text), _parse(fc.new_text)
-    old_defs, new_defs = _definitions(old_tree), _definitions(new_tree)
-    old_units = UnitIndex(code_units(old_tree) if old_tree else [])
-    new_units = UnitIndex(code_units(new_tree) if new_tree else [])
+    new_tree: ast.Module | None = None
+    if fc.new_text is not None:
+        new_tree, err = _parsed(fc.new_text)  # the head side is parsed once, for both
+        if err is not None:
+            return [unparsable(fc, *err)], notes
+    old_tree = _parse(fc.old_text)
+    (old_list, old_defs), (new_list, new_defs) = _units_and_defs(old_tree), _units_and_defs(
+        new_tree)
+    old_units, new_units = UnitIndex(old_list), UnitIndex(new_list)
     groups: dict[str, dict[str, set[int]]] = {}
     kinds: dict[str, tuple[str, int]] = {}
     for side, lines, units in (("new", fc.added, new_units), ("old", fc.removed, old_units)):

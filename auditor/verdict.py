@@ -114,7 +114,18 @@ def combine(parts: Iterable[Decision]) -> Decision:
         deciding = tuple(chain.from_iterable(runs))  # each sorted (decide), one after another
     else:
         deciding = tuple(sorted(chain.from_iterable(runs), key=_BY_ID))
-    pre = sorted(chain.from_iterable((*p.pre_merge, *p.weak) for p in top))
-    other = sorted(chain.from_iterable(p.not_pre_merge for p in top))
+    pre = _merged([r for p in top for r in (p.pre_merge, p.weak)])
+    other = _merged([p.not_pre_merge for p in top])
     return _decided(level, deciding, pre, other,
                     PRE_MERGE if pre else best([p.verdict for p in top]), invalid)
+
+
+def _merged(runs: list[tuple[str, ...]]) -> list[str]:
+    """The ids of ``runs`` in order, each run in order (a part's ``pre_merge``, ``weak`` or
+    ``not_pre_merge``, as ``Decision`` keeps them): when the runs follow one another (test
+    files' parts, in the order of their first ids) they are joined, one comparison per run
+    instead of one per id (8,000 ids a module here); otherwise sorted."""
+    runs = [r for r in runs if r]
+    if all(a[-1] < b[0] for a, b in pairwise(runs)):
+        return list(chain.from_iterable(runs))
+    return sorted(chain.from_iterable(runs))

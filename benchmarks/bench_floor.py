@@ -1,7 +1,7 @@
 """How far each audit path is from its floor: every figure is a median alternated with its
 anchor in one run, so a busy machine slows both alike (issue 25, "the cold audit near its floor").
 
-    python benchmarks/bench_floor.py [--runs 9] [--files 2000] [--only NAME ...]
+    python benchmarks/bench_floor.py [--runs 9] [--files 2000] [--only NAME ...] [--against DIR]
 
 The synthetic checkout of bench_audit.py (data/trtllm's plan, ``--files`` test files, the
 package they import; a commit that changes 20 modules). Paths and anchors:
@@ -19,7 +19,10 @@ package they import; a commit that changes 20 modules). Paths and anchors:
   ``python -c pass``; target <= 5x.
 
 Each line prints both medians, the ratio, and whether the target is met; the load average is
-printed at the start and the end (this project's machine is shared).
+printed at the start and the end (this project's machine is shared). ``--against DIR``: the
+warm paths (judged, where, memo-200) also run the code in DIR (an earlier commit, unpacked:
+``git archive REV | tar -x -C DIR``), each code with its own caches, alternated with this
+code and the anchor in one run; each code's ratio and this / against are printed.
 """
 
 from __future__ import annotations
@@ -51,11 +54,12 @@ TARGETS = {"cold": 2.5, "judged": 8.0, "new-diff": 8.0, "where": 3.0, "memo-200"
 WHERE_PATTERN = "TestLlama3_1_8BInstruct::test_chunked_prefill"
 
 
-def _run(cmd: list[str], cache: str, ok: tuple[int, ...] = (0, 1)) -> float:
-    """Wall time of ``cmd`` as a subprocess, start to exit; a failure stops the benchmark."""
-    env = {**tool_env(cache), "NO_COLOR": "1"}
+def _run(cmd: list[str], cache: str, ok: tuple[int, ...] = (0, 1), code: Path = REPO) -> float:
+    """Wall time of ``cmd`` as a subprocess, start to exit, with the package found in
+    ``code``; a failure stops the benchmark."""
+    env = {**tool_env(cache), "NO_COLOR": "1", "PYTHONPATH": str(code)}
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=REPO)
+    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=code)
     elapsed = time.perf_counter() - t
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n"
@@ -92,6 +96,23 @@ def report(name: str, label: str, xs: list[float], anchor: str, ys: list[float])
           f" | anchor {', '.join(f'{y * 1000:.0f}' for y in ys)}", flush=True)
 
 
+def versus(name: str, label: str, runs: int, path: Callable[[Path, int], float],
+           anchor: Callable[[int], float], codes: dict[str, Path]) -> None:
+    """``report`` of ``path`` run by each code in ``codes``, all alternated with the anchor;
+    with two codes, also this code's median over the other's."""
+    xs: dict[str, list[float]] = {k: [] for k in codes}
+    ys: list[float] = []
+    for i in range(runs):
+        for k, code in codes.items():
+            xs[k].append(path(code, i))
+        ys.append(anchor(i))
+    for k in codes:
+        report(name, label + (f" [{k}]" if len(codes) > 1 else ""), xs[k], "python -c pass", ys)
+    if len(codes) > 1:
+        this, other = (statistics.median(xs[k]) for k in codes)
+        print(f"    this / against: {this / other:.2f}", flush=True)
+
+
 def new_diff(root: Path, scratch: Path, i: int) -> Path:
     """A diff of the work tree no audit has seen: function ``k`` of module ``i % 40`` bumped by
     a run-specific amount (the diff's text differs every run, so no kept answer matches)."""
@@ -110,7 +131,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--only", nargs="*", choices=sorted(TARGETS), default=sorted(TARGETS))
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="another copy of the code: the warm paths alternate with it")
     args = ap.parse_args()
+    codes = {"this": REPO, **({"against": args.against.resolve()} if args.against else {})}
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
@@ -137,12 +161,16 @@ def main() -> None:
             report("cold", "cold audit (no caches)", xs, "ast.parse of every file", ys)
         warm = str(scratch / "warm")
         _run(audit(root), warm)
+        caches = {code: warm if k == "this" else str(scratch / f"warm-{k}")
+                  for k, code in codes.items()}
+        for code in codes.values():
+            _run(audit(root), caches[code], code=code)
         if "judged" in args.only:
-            def judged(_: int) -> float:
-                forget_answers(warm)
-                return _run(audit(root), warm)
-            xs, ys = alternate(args.runs, judged, py)
-            report("judged", "warm audit, judged (answer removed)", xs, "python -c pass", ys)
+            def judged(code: Path, _: int) -> float:
+                forget_answers(caches[code])
+                return _run(audit(root), caches[code], code=code)
+            versus("judged", "warm audit, judged (answer removed)", args.runs, judged, py,
+                   codes)
         if "new-diff" in args.only:
             diffs = [new_diff(root, scratch, i) for i in range(args.runs + 1)]
             # untimed: the first diff audit of the tree builds its work-tree caches once
@@ -155,16 +183,19 @@ def main() -> None:
             report("new-diff", "a new diff on a cached tree", xs, "python -c pass", ys)
         if "where" in args.only:
             where = testdb(root, "where", WHERE_PATTERN)
-            _run(where, warm)
-            xs, ys = alternate(args.runs, lambda _: _run(where, warm), py)
-            report("where", "warm where, checkout with test sources", xs, "python -c pass", ys)
+            for code in codes.values():
+                _run(where, caches[code], code=code)
+            versus("where", "warm where, checkout with test sources", args.runs,
+                   lambda code, _: _run(where, caches[code], code=code), py, codes)
         if "memo-200" in args.only:
             git(root, "reset", "-q", "--hard", "HEAD~1")
             change(root, 10)
-            memo = str(scratch / "memo")
-            _run(audit(root, "text"), memo)
-            xs, ys = alternate(args.runs, lambda _: _run(audit(root, "text"), memo), py)
-            report("memo-200", "memo hit, 200 behaviours, text", xs, "python -c pass", ys)
+            memos = {code: str(scratch / f"memo-{k}") for k, code in codes.items()}
+            for code in codes.values():
+                _run(audit(root, "text"), memos[code], code=code)
+            versus("memo-200", "memo hit, 200 behaviours, text", args.runs,
+                   lambda code, _: _run(audit(root, "text"), memos[code], code=code), py,
+                   codes)
     print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

