@@ -105,12 +105,15 @@ def test_a_cache_write_that_fails_to_pickle_leaves_no_file(tmp_path, monkeypatch
     cache = tmp_path / "cache"
     monkeypatch.setenv("TESTDB_CACHE_DIR", str(cache))
 
-    def deep(*a, **k):  # type: ignore[no-untyped-def]
-        raise RecursionError("maximum recursion depth exceeded while pickling an object")
+    real = tdb_index._lean_pickler
 
-    import pickle
+    def deep():  # type: ignore[no-untyped-def]
+        class Deep(real()):  # type: ignore[misc]
+            def dump(self, obj):  # type: ignore[no-untyped-def]
+                raise RecursionError("maximum recursion depth exceeded while pickling an object")
+        return Deep
 
-    monkeypatch.setattr(pickle, "dumps", deep)  # testdb.index imports pickle when it writes
+    monkeypatch.setattr(tdb_index, "_lean_pickler", deep)  # the index's one pickler
     assert tdb_index.load(fuzzkit.EXAMPLE, use_cache=True).contexts
     assert not _caches(cache) and not _temps(cache)
 
