@@ -74,7 +74,8 @@ def narrowed(*tests: str, stage: str = "pre_merge") -> str:
     return BLOCK.format(stage=stage, tests="".join(f"  - {t}\n" for t in tests))
 
 
-def audit(tmp_path: Path, narrowed_yaml: str | None) -> dict:  # type: ignore[type-arg]
+def pr_repo(tmp_path: Path, narrowed_yaml: str | None) -> tuple[Path, str]:
+    """A checkout whose base commit holds our CBTS; the head commit changes ``scale``."""
     root = small_checkout(tmp_path / "r", {
         "ci/pr-triggers.yml": TRIGGERS, MAIN: CBTS.format(narrowed=narrowed_yaml),
         "pkg/__init__.py": "", "pkg/mod.py": "def scale(x):\n    return 2 * x\n",
@@ -85,11 +86,19 @@ def audit(tmp_path: Path, narrowed_yaml: str | None) -> dict:  # type: ignore[ty
     base = git(root, "rev-parse", "HEAD").strip()
     (root / "pkg/mod.py").write_text("def scale(x):\n    return x + x\n")
     git(root, "commit", "-qam", "head")
+    return root, base
+
+
+def run_audit(root: Path, base: str, *args: str) -> str:
     r = CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "audit", "--base", base,
-                                 "--head", "HEAD", "--cbts", "run", "--format", "json",
-                                 "--fail-on", "never"],
+                                 "--head", "HEAD", "--cbts", "run", *args],
                            standalone_mode=False, catch_exceptions=False)
-    return json.loads(r.output)
+    return r.output
+
+
+def audit(tmp_path: Path, narrowed_yaml: str | None) -> dict:  # type: ignore[type-arg]
+    out = run_audit(*pr_repo(tmp_path, narrowed_yaml), "--format", "json", "--fail-on", "never")
+    return json.loads(out)  # type: ignore[no-any-return]
 
 
 def _verdict(data: dict) -> str:  # type: ignore[type-arg]
@@ -132,18 +141,7 @@ def test_no_narrowed_yaml_written_keeps_the_caveat(tmp_path: Path) -> None:
 
 def test_a_narrowed_yaml_that_does_not_parse_is_exit_2(tmp_path: Path) -> None:
     bad = "l0_a10:\n- condition: [oops\n"
-    root = small_checkout(tmp_path / "r", {
-        "ci/pr-triggers.yml": TRIGGERS, MAIN: CBTS.format(narrowed=bad),
-        "pkg/__init__.py": "", "pkg/mod.py": "def scale(x):\n    return 2 * x\n"})
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
-    base = git(root, "rev-parse", "HEAD").strip()
-    (root / "pkg/mod.py").write_text("def scale(x):\n    return x + x\n")
-    git(root, "commit", "-qam", "head")
     with pytest.raises(InputError) as err:  # the entry point makes it exit 2
-        CliRunner().invoke(cli, ["--root", str(root), "--no-cache", "audit", "--base", base,
-                                 "--head", "HEAD", "--cbts", "run"], standalone_mode=False,
-                           catch_exceptions=False)
+        run_audit(*pr_repo(tmp_path, bad))
     assert str(err.value).startswith("cbts_test_db/l0_a10.yml:3: CBTS's narrowed test-db")
     assert str(err.value).endswith("drop --cbts run")
