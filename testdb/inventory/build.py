@@ -105,15 +105,7 @@ def scan_groups(content: bytes, file_id: str, *, dirs: tuple[str, ...],
 
 def _scan(job: Job) -> list[Group]:
     content, file_id, dirs, config, _, _, _ = job
-    return _kept(job, scan_groups(content, file_id, dirs=dirs, config=config))
-
-
-def _kept(job: Job, groups: list[Group]) -> list[Group]:
-    key, cache_dir = job[4], job[5]
-    if cache_dir is not None:
-        # Written by whoever scanned it: in a worker, the writes run in parallel too.
-        FileCache(cache_dir).put(key, groups)
-    return groups
+    return scan_groups(content, file_id, dirs=dirs, config=config)
 
 
 def _scan_prepared(job: Job) -> Prepared:
@@ -128,7 +120,7 @@ def scan_prepared_parsed(job: Job, parsed: Any) -> Prepared:
     from testdb.inventory.static import parsed_groups
 
     content, file_id, dirs, config, _, _, shown = job
-    groups = _kept(job, parsed_groups(parsed, content, file_id, dirs=dirs, config=config))
+    groups = parsed_groups(parsed, content, file_id, dirs=dirs, config=config)
     return prepared_items(file_id, expand(groups, file_id, shown))
 
 

@@ -61,10 +61,6 @@ class FileCache:
             return None
         return groups_of(rows) if isinstance(rows, list) else None
 
-    def put(self, key: str, groups: list[Group]) -> None:
-        """Nothing: every build that scans writes the whole inventory, which keeps the file's
-        rows under this key (one atomic write per scanned file cost as much as the scan)."""
-
     def _index(self) -> dict[str, tuple[Any, str, str]]:
         """Every file's key in the kept whole inventories, the newest inventory's first."""
         from testdb.inventory.packed import PackedInventory
