@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from auditor.diff import cat_file_batch, run_git
 from testdb.errors import ExternalError, UsageError
+from testdb.stamp import vouch, withdraw
 
 # A tree entry: (mode, blob sha). Submodules (mode 160000) have no blob and are left out.
 TreeEntry = tuple[str, str]
@@ -176,6 +177,7 @@ class ScratchTree:
         self._verified = False
         self._dirs: set[str] = set()  # directories known to be there while writing a checkout
         self._recorded: dict[str, tuple[int, ...]] = {}  # the last stamp's full stat of a file
+        self._vouched: list[str] = []  # the paths whose stats the stamp proved (``_vouch``)
         if not self._stamped():
             self._load_manifest()
             self._verify()  # whatever happened to the slot since its last use is put right
@@ -229,7 +231,21 @@ class ScratchTree:
         self.files = {p: (row[0], row[1]) for p, row in files.items()}
         self._stats = {p: (row[3], row[4], row[5]) for p, row in files.items()}
         self._verified = True
+        self._vouch(dirs)
         return True
+
+    def _vouch(self, dirs: list[tuple[str, FullStat, list[Any]]]) -> None:
+        """Every stat the stamp just proved, for the stamps of caches of this tree to check
+        against without taking them again (``testdb.stamp.vouch``), until the slot is
+        written or closed."""
+        proven: dict[str, FullStat] = {}
+        for rel, st, rows in dirs:
+            d = self.root if rel == "." else os.path.join(self.root, rel)
+            proven[d] = st
+            for name, _mode, _sha, *full in rows:
+                proven[os.path.join(d, name)] = tuple(full)  # type: ignore[assignment]
+        vouch(proven)
+        self._vouched = list(proven)
 
     def _write_stamp(self, started_ns: int, dirs: list[tuple[str, FullStat, list[Any]]],
                      manifest: FullStat | None) -> None:
@@ -249,6 +265,8 @@ class ScratchTree:
 
     def _unstamp(self) -> None:
         """Before the slot is written to: its stamp no longer holds."""
+        withdraw(self._vouched)
+        self._vouched = []
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._stamp_path)
 
@@ -429,6 +447,8 @@ class ScratchTree:
             self._stats[path] = st
 
     def close(self) -> None:
+        withdraw(self._vouched)
+        self._vouched = []
         if self._blobs is not None:
             self._blobs.close()
         if self._lock is not None:

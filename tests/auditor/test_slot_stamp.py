@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from auditor.replay import gitsource
+from testdb import stamp
 from auditor.replay.gitsource import ScratchTree, tree_of
 from tests.gitrepo import git, new_repo
 
@@ -199,6 +200,47 @@ def test_moving_the_slot_to_another_tree_drops_the_stamp(repo: Path, tmp_path: P
     back.close()
     assert _content(Path(root))["pkg/mod.py"] == FILES["pkg/mod.py"]
     assert not (Path(root) / "pkg" / "new.py").exists()
+
+
+def _real(path: str, follow: bool) -> tuple[int, ...]:
+    st = os.stat(path) if follow else os.lstat(path)
+    return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def test_a_stamped_slot_vouches_its_stats_until_written_or_closed(
+        repo: Path, tmp_path: Path, no_racy_window: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stats a slot's stamp proved answer the stamps of the caches of that tree
+    (testdb.stamp.stat_of) without a second stat; never a link followed (its target's stat is
+    not what the slot's lstat proved), nothing once the slot is written, nothing once closed."""
+    base = str(tmp_path / "trees")
+    tree, _, root = _stamped_slot(repo, base)
+    warm = ScratchTree(str(repo), base)
+    assert warm.checkout(tree) == []
+    mod, link = os.path.join(root, "pkg", "mod.py"), os.path.join(root, "pkg", "alias.py")
+    real_mod, real_dir = _real(mod, follow=True), _real(os.path.join(root, "pkg"), follow=False)
+    real_stat = os.stat
+
+    def refused(path: str, *a: object, **k: object) -> os.stat_result:
+        if str(path).startswith(root) and path != link:
+            raise AssertionError(f"stat'ed again: {path}")
+        return real_stat(path, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stamp.os, "stat", refused)
+    monkeypatch.setattr(stamp.os, "lstat", refused)
+    assert stamp.stat_of(mod, follow=True) == real_mod
+    assert stamp.stat_of(os.path.join(root, "pkg"), follow=False) == real_dir
+    assert stamp.stat_of(link, follow=True) == real_mod  # followed: stat'ed, to its target
+    monkeypatch.undo()
+    (repo / "pkg" / "mod.py").write_text("def f(x):\n    return x * 2 + 10\n")
+    git(repo, "commit", "-qam", "next")
+    assert warm.checkout(tree_of(str(repo), "HEAD")) == ["pkg/mod.py"]
+    assert stamp.stat_of(mod, follow=True) == _real(mod, follow=True) != real_mod
+    warm.close()
+    assert not any(p.startswith(root) for p in stamp._PROVEN)
+    again = ScratchTree(str(repo), base)  # walked (the stamp was dropped): vouches nothing
+    assert not any(p.startswith(root) for p in stamp._PROVEN)
+    again.close()
 
 
 @pytest.mark.parametrize("below", ["", "pkg"], ids=["top", "subfolder"])
