@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from auditor.replay import gitsource
-from testdb import stamp
 from auditor.replay.gitsource import ScratchTree, tree_of
+from testdb import stamp
 from tests.gitrepo import git, new_repo
 
 FILES = {
