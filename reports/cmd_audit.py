@@ -138,7 +138,7 @@ def _with_cbts(index: Any, change: Any, repo: str, bot: BotCommand | None, mode:
 
 def _measured_map(opts: Any) -> str | None:
     """The test-to-code map this audit reads: ``--map``, else the checkout's own if any."""
-    from auditor.covmap.store import find_map
+    from auditor.covmap.locate import find_map
 
     return find_map(opts.root, getattr(opts, "map_file", None))
 

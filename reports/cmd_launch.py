@@ -177,7 +177,7 @@ def _add_to_map(opts: Any, results: Any, rdir: Path, map_file: str | None,
                 submitted: bool) -> None:
     """The data files of the tests that ran, added to the map (stderr: stdout is the run)."""
     from auditor.covmap.add import add_files
-    from auditor.covmap.store import default_path
+    from auditor.covmap.locate import default_path
     from auditor.launch.coverage import data_file, measured_files
 
     path = map_file or default_path(opts.root)

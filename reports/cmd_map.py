@@ -16,7 +16,7 @@ MAP_HELP = ("Map file (default: the checkout's own, under the cache directory; "
 
 
 def map_path(opts: Any, given: str | None) -> str:
-    from auditor.covmap.store import default_path
+    from auditor.covmap.locate import default_path
 
     return given or default_path(opts.root)
 

@@ -96,7 +96,8 @@ def replay(opts: Any, rev_range: str, jobs: int, outcomes: str | None, plan_prom
       testdb --root repo replay v0..main --outcomes results/ --plan-promotions \\
           --budget-minutes 60
     """
-    from auditor.covmap.store import find_map, map_token
+    from auditor.covmap.locate import find_map
+    from auditor.covmap.store import map_token
     from auditor.replay.analysis import analyze
     from auditor.replay.options import ReplayOptions
     from auditor.replay.runner import replay as run_replay

@@ -67,7 +67,7 @@ def report(opts: Any, html_dir: str | None, audit_file: str | None, results_file
     results = read_results(results_file) if results_file else None
     t0 = time.perf_counter()
     index = opts.index()
-    from auditor.covmap.store import find_map
+    from auditor.covmap.locate import find_map
 
     map_path = find_map(opts.root, map_file)
     if replay_file:

@@ -114,7 +114,7 @@ def _measured(opts: Any, map_file: str | None, records: list[dict[str, Any]]
     """``--map``: what each matching test executed, by the map."""
     if map_file is None:
         return None
-    from auditor.covmap.store import default_path, find_map
+    from auditor.covmap.locate import default_path, find_map
     from auditor.measured import executed_by
 
     path = find_map(opts.root, map_file or default_path(opts.root))

@@ -28,7 +28,6 @@ format version or damaged raises MapError (exit 2), never reads as an empty map.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import tempfile
@@ -122,15 +121,6 @@ class Stats:
     @property
     def bytes_per_link(self) -> float:
         return self.bytes / self.links if self.links else 0.0
-
-
-def default_path(root: str) -> str:
-    """The checkout's own map, in the cache directory (``$TESTDB_CACHE_DIR``, default
-    ``~/.cache/testdb-audit``), keyed by the checkout's real path."""
-    base = os.environ.get("TESTDB_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "testdb-audit")
-    key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:16]
-    return os.path.join(base, "maps", f"map-{key}.sqlite")
 
 
 def age(measured_at: int, now: int | None = None) -> str:
@@ -631,18 +621,6 @@ def merge_files(inputs: list[str], output: str) -> AddResult:
 
 # Finding the map and naming it for a memo key need only this module: a kept answer is looked
 # up without importing the audit (auditor.measured).
-def find_map(root: str, given: str | None) -> str | None:
-    """The map an audit reads: ``--map PATH`` (which must exist), else the checkout's default
-    one when it exists, else None (static links only)."""
-    if given:
-        if not os.path.isfile(given):
-            raise MapError("no map file here", SourceLoc(given),
-                           "build it with `testdb map add DATA... --commit SHA --map PATH`")
-        return given
-    path = default_path(root)
-    return path if os.path.isfile(path) else None
-
-
 def map_token(path: str) -> str:
     """The map's identity for a memo key: its path and a generation that changes with it."""
     with MapStore.open(path) as store:

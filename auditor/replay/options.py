@@ -24,7 +24,7 @@ class ReplayOptions:
     platform_facts: str | None = None
     rules: str | None = None
     in_tree: tuple[str, ...] = ()  # which of the four are paths relative to the tree
-    # The measured map (auditor.covmap.store.find_map) every commit's audit reads, or None. It is
+    # The measured map (auditor.covmap.locate.find_map) every commit's audit reads, or None. It is
     # never in a commit's tree: one file throughout, its identity in ``key``.
     measured_map: str | None = None
 

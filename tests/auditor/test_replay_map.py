@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from auditor.covmap.fingerprint import MODULE, units
-from auditor.covmap.store import FuncRef, MapError, MapStore, default_path
+from auditor.covmap.locate import default_path
+from auditor.covmap.store import FuncRef, MapError, MapStore
 from auditor.replay.model import CommitRecord, record_json
 from auditor.replay.options import ReplayOptions
 from auditor.replay.runner import ReplayRun, replay
