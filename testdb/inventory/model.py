@@ -124,6 +124,10 @@ class Inventory:
     def __contains__(self, nodeid: object) -> bool:
         return nodeid in self._by_id
 
+    def lacking(self, ids: Iterable[str]) -> list[str]:
+        """The ids of ``ids`` that name no item here, in their order."""
+        return [i for i in ids if i not in self]
+
     def __repr__(self) -> str:
         return f"Inventory({len(self._items)} items, {len(self.files())} files)"
 

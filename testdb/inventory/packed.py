@@ -379,6 +379,23 @@ class PackedInventory(Inventory):
                 return True
         return any(p.nodeid == nodeid for p in self._placeholders)
 
+    def lacking(self, ids: Iterable[str]) -> list[str]:
+        # ``__contains__`` of each id with its look-ups hoisted: the audit asks this of every
+        # listed id (4,500 in data/trtllm's plan), 4 ms one by one, 1 ms so.
+        odd, rank, placeholders = self._odd, self._rank, {p.nodeid for p in self._placeholders}
+        out: list[str] = []
+        for nodeid in ids:
+            file = odd.get(nodeid) or nodeid.split("::", 1)[0]
+            if file in rank:
+                idset = self._idsets.get(file)
+                if idset is None:
+                    idset = self._idsets[file] = set(self._file_ids(file))
+                if nodeid in idset:
+                    continue
+            if nodeid not in placeholders:
+                out.append(nodeid)
+        return out
+
     def __len__(self) -> int:
         return self._n + len(self._placeholders)
 

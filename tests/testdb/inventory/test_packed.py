@@ -63,6 +63,11 @@ def assert_same(packed: Inventory, eager: Inventory) -> None:
         assert packed.get(item.nodeid) == item and item.nodeid in packed
         assert packed.by_base(item.base) == eager.by_base(item.base)
     assert packed.get("no/such.py::test_x") is None and "no/such.py::test_x" not in packed
+    # ``lacking``, the bulk ``not in``: present, missing, in a known file or not, placeholders
+    ask = [*eager.ids()[::7], "no/such.py::test_x", *(p.nodeid for p in eager.placeholders()),
+           *(f"{f}::test_not_there[1]" for f in list(eager.files())[:5]), *eager.ids()[:3]]
+    assert packed.lacking(ask) == eager.lacking(ask) == [i for i in ask if i not in eager]
+    assert "no/such.py::test_x" in packed.lacking(ask)
     # what needs every item builds them all, and agrees too
     assert sorted(i.nodeid for i in packed) == sorted(i.nodeid for i in eager)
     for item in list(eager)[::50]:
