@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchedFile, PatchSet
 
+from auditor.gitearly import from_git_commands, take
 from testdb.errors import ExternalError, InputError, SourceLoc
 from testdb.files import confined, read_text
 
@@ -73,16 +74,24 @@ def _git(root: str, *args: str) -> str:
 
 def run_git(root: str, *args: str, input_text: str | None = None, timeout: float = 120,
             missing_hint: str = "install git or use --diff FILE") -> str:
-    """``git -C root ARGS``'s output; a failure is an ExternalError naming the command."""
-    try:
-        proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
-                              input=input_text, timeout=timeout, check=False)
-    except FileNotFoundError:
-        raise ExternalError("git is not installed", hint=missing_hint) from None
-    if proc.returncode != 0:
-        raise ExternalError(f"git {' '.join(args[:3])} failed: {proc.stderr.strip()[:500]}",
+    """``git -C root ARGS``'s output; a failure is an ExternalError naming the command. The
+    answer of the same command started early (``auditor.gitearly``) is taken where there is
+    one."""
+    early = take(root, args) if input_text is None else None
+    if early is not None:
+        stdout, stderr = early.communicate(timeout=timeout)
+        code = early.returncode
+    else:
+        try:
+            proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  input=input_text, timeout=timeout, check=False)
+        except FileNotFoundError:
+            raise ExternalError("git is not installed", hint=missing_hint) from None
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+    if code != 0:
+        raise ExternalError(f"git {' '.join(args[:3])} failed: {stderr.strip()[:500]}",
                             hint="check that --root is a git checkout and the revisions exist")
-    return proc.stdout
+    return stdout
 
 
 _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -206,8 +215,7 @@ def from_git(root: str, base: str, head: str | None = None) -> Change:
         _require_repo(root)
     # --relative: paths relative to --root even when it is a folder inside the repository
     # (git's own paths start at the repository's top), and only the files under it.
-    text = _git(root, "diff", "--relative", "--no-color", "--no-ext-diff", "-M", "-U3", *rng,
-                "--")
+    text = _git(root, *from_git_commands(base, head)[1])
     if facts is None:
         head_sha = _git(root, "rev-parse", head or "HEAD").strip()
         base_sha = _git(root, "rev-parse", base).strip()
@@ -242,9 +250,8 @@ def _rev_facts(root: str, base: str, head: str | None) -> tuple[str, str, str, s
     answered them (~3 ms a process); None when git fails or its answer is not the shape
     asked for (a revision that names several, more than one merge base): asked one by one.
     ``rev-parse B...H`` lists H, B and ``^`` each merge base, as ``git merge-base`` finds."""
-    revs = [head, base, f"{base}...{head}"] if head else ["HEAD", base]
     try:
-        out = run_git(root, "rev-parse", "--show-prefix", *revs)
+        out = run_git(root, *from_git_commands(base, head)[0])
     except ExternalError:
         return None
     lines = out.split("\n")

@@ -56,6 +56,47 @@ def hoist_globals(args: list[str], command_opts: frozenset[str] = frozenset()) -
     return [*front, *moved, *rest]
 
 
+def range_of(argv: list[str]) -> tuple[str, str, str | None] | None:
+    """``(root, base, head)`` of ``[group options] audit [options]`` with ``--base`` and no
+    ``--diff``, as click will read them; None for any other shape (or when unsure)."""
+    args = hoist_globals(argv)
+    at = command_at(args)
+    if at >= len(args) or args[at] != "audit":
+        return None
+    root = "."
+    i = 0
+    while i < at:  # the group options (hoisted in front of the command)
+        name, eq, value = args[i].partition("=")
+        if name in GLOBAL_VALUED:
+            if not eq:
+                if i + 1 >= at:
+                    return None
+                value = args[i + 1]
+                i += 1
+            if name == "--root":
+                root = value
+        i += 1
+    found: dict[str, str] = {}
+    rest = args[at + 1:]
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--" or word.startswith("--diff"):
+            return None
+        name, eq, value = word.partition("=")
+        if name in ("--base", "--head"):
+            if not eq:
+                if i + 1 >= len(rest):
+                    return None
+                value = rest[i + 1]
+                i += 1
+            found[name] = value
+        i += 1
+    if not found.get("--base"):
+        return None
+    return root, found["--base"], found.get("--head") or None
+
+
 def answer(argv: list[str]) -> int | None:
     """The exit code after printing the warm answer to ``argv``, or None (nothing printed)
     when there is none: the caller runs the full command line."""
