@@ -9,6 +9,7 @@ from typing import Any
 
 import testdb
 from auditor.behaviour import Behaviour, UnitIndex, behaviours, code_units, module_name
+from auditor.behaviour_memo import behaviours_of
 from auditor.diff import Change, FileChange, is_test_path
 from auditor.evidence import CAN_GUARD, Evidence, Level, cannot_guard_why, level_phrase, weak_why
 from auditor.linking import (
@@ -31,6 +32,7 @@ from auditor.stale_names import (
 from auditor.suggest import suggest
 from testdb.botcmd import BotCommand
 from testdb.index import Index
+from testdb.stamp import cache_dir
 
 LISTS_DIR = "tests/integration/test_lists/"
 # (behaviour changes judged, of how many): called after each one. The library never prints;
@@ -112,9 +114,12 @@ def run_audit(index: Index, change: Change, *, inventory: Any = None, graph: Any
                                        f"{fc.path} ({fc.status}) is not Python; no rule links it "
                                        "to tests, so its guards are unknown"))
     found: list[Behaviour] = []
+    # every file's behaviour changes, kept between audits of the same change
+    kept = iter(behaviours_of([fc for fc in py_src if fc.status != "deleted"], behaviours,
+                              cache_dir()))
     for fc in py_src:
         gone = _gone_module(aud, fc, result)
-        bs, notes = behaviours(fc) if fc.status != "deleted" else ([], [])
+        bs, notes = next(kept) if fc.status != "deleted" else ([], [])
         result.notes += notes
         found += [*([gone] if gone else []), *bs]
     for n, b in enumerate(found, 1):

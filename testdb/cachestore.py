@@ -35,6 +35,9 @@ cache (kind)    module                           keyed on (ingredients)
                                                  entry the digest of its items' fields
 ``parts``       ``auditor/part_memo.py``         ``tool_key``, the plan's key, the started
                                                  stages; each entry its file's ``file_key``
+``behaviours``  ``auditor/behaviour_memo.py``    Python's version, the ``auditor`` code
+                                                 stamp, each changed Python file's paths,
+                                                 both texts and changed lines
 ``audit``       ``reports/audit_memo.py``        ``tool_key``, the change (both commits,
                                                  paths, changed lines, both texts, files
                                                  outside the root), the root as given and

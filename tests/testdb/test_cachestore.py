@@ -297,6 +297,31 @@ def _part_answer(env: Env, inputs: dict[str, Any]) -> Any:
     return part
 
 
+# behaviours: a change's behaviour changes, file by file
+def _changed_files(inputs: dict[str, Any]) -> list[Any]:
+    from auditor.diff import FileChange
+
+    return [FileChange(inputs["path"], inputs["path"], frozenset(inputs["lines"]),
+                       frozenset(inputs["lines"]), "def f():\n    return 1\n", inputs["text"])]
+
+
+def _behaviours_fresh(inputs: dict[str, Any]) -> Any:
+    from auditor.behaviour import behaviours
+
+    return [behaviours(fc) for fc in _changed_files(inputs)]
+
+
+def _behaviours_answer(env: Env, inputs: dict[str, Any]) -> Any:
+    from auditor.behaviour import behaviours
+    from auditor.behaviour_memo import behaviours_of
+
+    def judge(fc: Any) -> Any:
+        env.computed.append("behaviours")
+        return behaviours(fc)
+
+    return behaviours_of(_changed_files(inputs), judge, str(env.dir / "cache"))
+
+
 # audit: the kept answer of `audit --base --head`
 def _audit_key(inputs: dict[str, Any]) -> str:
     from auditor.diff import Change, FileChange
@@ -405,6 +430,16 @@ CASES = [
              ("the tool's code", _patched("auditor.part_memo.tool_key", lambda: "edited")),
              ("the tool's version", _new_version),
          ], "parts-*"),
+    Case("behaviours", _behaviours_answer, _behaviours_fresh,
+         {"path": "pkg/a.py", "text": "def f():\n    return 2\n", "lines": [2]}, [
+             ("a changed file's text", _with(text="def f():\n    return 3\n")),
+             ("its changed lines", _with(lines=[1, 2])),
+             ("its path", _with(path="pkg/b.py")),
+             ("the auditor code", _patched("auditor.behaviour_memo.code_stamp",
+                                           lambda d: "edited")),
+             ("Python's version", _patched("sys.version", "3.99")),
+             ("the tool's version", _new_version),
+         ], "behaviours-*"),
     Case("audit", _audit_answer, _audit_fresh,
          {"head": "h" * 40, "text": "y\n", "root": "/r", "options": "o", "bot": None}, [
              ("the head commit", _with(head="i" * 40)),
