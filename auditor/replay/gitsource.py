@@ -354,14 +354,14 @@ class ScratchTree:
         want = list_tree(self.repo, tree)
         changed = sorted(p for p in set(self.files) | set(want)
                          if self.files.get(p) != want.get(p))
-        written = [p for p in changed if p in want and _safe(p)]
+        written = {p: want[p] for p in changed if p in want and _safe(p)}
         self._dirs.clear()
-        with _blob_stream(self.repo, [want[p][1] for p in written]) as blobs:
+        with _blob_stream(self.repo, [sha for _, sha in written.values()]) as blobs:
             for p in changed:
                 if p in self.files:
                     self._remove(p)
-                if p in want and _safe(p):
-                    self._write(p, *want[p], next(blobs))
+                if p in written:
+                    self._write(p, *written[p], next(blobs))
         self.tree = tree
         if changed or self._stale or self._saved_tree != tree:
             # Not rewritten when nothing changed: writing it changes the slot's own directory,
