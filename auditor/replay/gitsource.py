@@ -450,21 +450,13 @@ def _blob_stream(repo: str, shas: list[str]) -> Iterator[Iterator[bytes | None]]
     read as it answers: git reads and inflates the next blobs while the caller writes the
     last (a whole tree's ~2,000 blobs read first, then written, took ~0.1-0.2 s more; one
     request and answer each, longer than writing them). None for a blob it lacks, for every
-    blob when few (fewer than 16) and for the rest once git fails: each is then read on its
-    own, which says what is wrong. The names go in through a file, so that git's answers
-    need no reader while they are sent."""
-    if len(shas) < 16:
+    blob when few (fewer than 16) or when git cannot be given their names, and for the rest
+    once git fails: each is then read on its own, which says what is wrong. The names go in
+    through a file, so that git's answers need no reader while they are sent."""
+    proc = _batch_reader(repo, shas) if len(shas) >= 16 else None
+    if proc is None or proc.stdout is None:
         yield itertools.repeat(None)
         return
-    with tempfile.TemporaryFile() as names:
-        names.write("".join(f"{s}\n" for s in shas).encode())
-        names.seek(0)
-        try:
-            proc = subprocess.Popen(["git", "-C", repo, "cat-file", "--batch"], stdin=names,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise ExternalError("git is not installed", hint="install git") from None
-    assert proc.stdout is not None
     try:
         yield itertools.chain(_answers(proc.stdout, len(shas)), itertools.repeat(None))
     finally:
@@ -472,6 +464,23 @@ def _blob_stream(repo: str, shas: list[str]) -> Iterator[Iterator[bytes | None]]
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def _batch_reader(repo: str, shas: list[str]) -> subprocess.Popen[bytes] | None:
+    """``git cat-file --batch`` started on ``shas``, their names given through a temporary
+    file (None when none can be made)."""
+    try:
+        names = tempfile.TemporaryFile()  # noqa: SIM115 (closed below, once git has it)
+    except OSError:
+        return None
+    with names:
+        names.write("".join(f"{s}\n" for s in shas).encode())
+        names.seek(0)
+        try:
+            return subprocess.Popen(["git", "-C", repo, "cat-file", "--batch"], stdin=names,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except FileNotFoundError:
+            raise ExternalError("git is not installed", hint="install git") from None
 
 
 def _answers(out: IO[bytes], count: int) -> Iterator[bytes | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,23 @@ def test_a_failed_batch_read_leaves_each_blob_to_be_read_alone(tmp_path: Path) -
     shas = ["1" * 40] * 20
     with _blob_stream(str(tmp_path / "no-repo"), shas) as blobs:
         assert [next(blobs) for _ in shas] == [None] * 20
+
+
+def test_without_a_temporary_file_each_blob_is_read_alone(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_file() -> None:
+        raise OSError("read-only")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_file)
+    shas = [sha for _, sha in list_tree(str(repo), tree_of(str(repo), "HEAD")).values()]
+    with _blob_stream(str(repo), shas) as blobs:
+        assert [next(blobs) for _ in shas] == [None] * len(shas)
+    slot = ScratchTree(str(repo), str(tmp_path / "trees"))
+    try:
+        slot.checkout(tree_of(str(repo), "HEAD"))
+        assert _slot_files(slot.root) == _git_files(repo, "HEAD")
+    finally:
+        slot.close()
 
 
 def test_a_missing_blob_is_named(repo: Path, tmp_path: Path,
