@@ -110,18 +110,47 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
 
 
 def _is_fixture(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A decorator (or a decorator's call) whose chain's last name is ``fixture`` or
+    ``yield_fixture``: that name is the attribute's or the name's own, read without building
+    the chain (``_chain``: an attribute of a literal has none)."""
     for d in fn.decorator_list:
-        c = _chain(d.func if isinstance(d, ast.Call) else d) or ""
-        if c.rsplit(".", 1)[-1] in ("fixture", "yield_fixture"):
+        f = d.func if isinstance(d, ast.Call) else d
+        if isinstance(f, ast.Name):
+            last = f.id
+        elif isinstance(f, ast.Attribute) and not isinstance(f.value, ast.Constant):
+            last = f.attr
+        else:
+            continue
+        if last in ("fixture", "yield_fixture"):
             return True
     return False
 
 
-def _body_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterable[ast.AST]:
+def _body_nodes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     """Every node the function runs when called: its body, defaults and annotations, with
-    nested functions and lambdas (not its decorators, which run where it is defined)."""
+    nested functions and lambdas (not its decorators, which run where it is defined); each
+    part's nodes in ``ast.walk``'s order (breadth first), part after part."""
+    nodes: list[ast.AST] = []
     for part in (*fn.body, *fn.args.defaults, *(d for d in fn.args.kw_defaults if d)):
-        yield from ast.walk(part)
+        _walk_into(part, nodes)
+    return nodes
+
+
+def _walk_into(node: ast.AST, out: list[ast.AST]) -> None:
+    """Append ``ast.walk(node)``'s nodes to ``out``, in its order: ``out`` is the queue.
+    (``ast.walk`` runs three generators per node and an import per call: this took half the
+    time of a cold scan's ``_unit_code``, docs/benchmarks.md.)"""
+    at = len(out)
+    out.append(node)
+    while at < len(out):
+        node = out[at]
+        at += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                out.append(value)
+            elif isinstance(value, list):
+                out += [x for x in value if isinstance(x, ast.AST)]
 
 
 def _unit_code(fn: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -136,10 +165,10 @@ def _unit_code(fn: ast.FunctionDef | ast.AsyncFunctionDef,
     attrs: list[tuple[str, str]] = []
     params = _params(fn)
     for p in params:
-        ann = _annotation(p.annotation)
+        ann = _annotation(p.annotation) if p.annotation is not None else None
         if ann:
             local.append((p.arg, ann))
-    ret_ann = _annotation(fn.returns)
+    ret_ann = _annotation(fn.returns) if fn.returns is not None else None
     if ret_ann:
         returns.append(ret_ann)
     for node in _body_nodes(fn):
@@ -147,6 +176,9 @@ def _unit_code(fn: ast.FunctionDef | ast.AsyncFunctionDef,
             c = _chain(node)
             if c is not None:
                 chains.add(c)
+            continue  # none of the statements below
+        if not isinstance(node, _BINDS):
+            continue  # (most nodes: one test, not five)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             base = (rel(node) if node.level else node.module) if isinstance(
                 node, ast.ImportFrom) else None
@@ -180,9 +212,14 @@ def _unit_code(fn: ast.FunctionDef | ast.AsyncFunctionDef,
     kept = sorted(chains)
     dropped = {a for a, b in itertools.pairwise(kept)
                if b.startswith(a) and b[len(a)] in ".("}
-    code: UnitCode = (tuple(c for c in kept if c not in dropped), tuple(local),
-                      tuple(returns), tuple(p.arg for p in params))
+    code: UnitCode = (tuple([c for c in kept if c not in dropped]), tuple(local),
+                      tuple(returns), tuple([p.arg for p in params]))
     return code, imports, attrs
+
+
+# The statements ``_unit_code`` reads bindings, imports and returns from.
+_BINDS = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.With, ast.AsyncWith,
+          ast.Return, ast.Yield, ast.YieldFrom)
 
 
 @dataclass
@@ -227,8 +264,11 @@ def scan_code(tree: ast.Module, module: str, relative: Mapping[int, str]) -> Cod
 
     module_level(tree.body)
 
-    def visit(node: ast.AST, prefix: str, cls: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(node: ast.Module | ast.ClassDef, prefix: str, cls: str | None) -> None:
+        # A class or function directly in a module or class is a statement of its body (no
+        # other field holds one): ``ast.iter_child_nodes`` found the same, visiting every
+        # base, keyword and decorator too.
+        for child in node.body:
             if isinstance(child, ast.ClassDef):
                 q = f"{prefix}{child.name}"
                 facts.bases[q] = tuple(c for b in child.bases if (c := _chain(b)) is not None)
