@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from testdb.inventory.groups import Group
+from testdb.inventory.groups import rows as group_rows
 from testdb.inventory.model import WILDCARD, InventoryItem, split_params
 
 # value -> [(file, positions in the file's ids, parameter names)]
@@ -53,8 +55,13 @@ def row(i: InventoryItem) -> tuple[Any, ...]:
     return (*fields, i.error) if i.error else fields
 
 
-def prepared_items(file: str, items: Iterable[InventoryItem]) -> Prepared:
-    rows = _rows(items)
+def prepared_groups(file: str, path: str, groups: Iterable[Group]) -> Prepared:
+    """``prepared_blob(file, file_blob(expand(groups, file, path)))``, from the rows straight
+    away."""
+    by_id: dict[str, tuple[Any, ...]] = {}
+    for r in group_rows(groups, file, path):
+        by_id[r[0]] = r  # as ``_rows``: first place, last definition
+    rows = list(by_id.values())
     return _prepared(file, marshal.dumps(rows), rows)
 
 
@@ -99,24 +106,35 @@ def file_entries(ids: list[str]) -> tuple[FileEntries, list[str]]:
     """The value index entries of one file's ids, and their value pieces (one pass)."""
     per: FileEntries = {}
     pieces: list[str] = []
-    # The same parameter strings recur across functions: split each once.
-    parsed: dict[str, tuple[list[tuple[str | None, str]], set[str]]] = {}
     for pos, tid in enumerate(ids):
         b = tid.find("[")
         if b > 0 and tid.endswith("]"):
-            params = tid[b + 1:-1]
-            got = parsed.get(params)
-            if got is None:
-                got = parsed[params] = (
-                    [(sys.intern(n) if n is not None else None, v)
-                     for n, v in split_params(params)],
-                    set(params.replace("=", "-").split("-")))  # as value_counts
-            pieces.extend(got[1])
-            for name, v in got[0]:
+            pairs, got = _split(tid[b + 1:-1])
+            pieces.extend(got)
+            for name, v in pairs:
                 where, names = per.setdefault(v, ([], []))
                 where.append(pos)
                 names.append(name)
     return per, pieces
+
+
+# The same parameter strings recur across functions and files (114,054 ids of the benchmark
+# tree hold 14,508 distinct ones): each is split once per process, as ``DecoratorMemo`` does.
+_SPLITS: dict[str, tuple[list[tuple[str | None, str]], set[str]]] = {}
+_SPLITS_MAX = 100_000
+
+
+def _split(params: str) -> tuple[list[tuple[str | None, str]], set[str]]:
+    """``split_params(params)``, names interned, and the value pieces ``value_counts``
+    counts of it."""
+    got = _SPLITS.get(params)
+    if got is None:
+        if len(_SPLITS) >= _SPLITS_MAX:
+            _SPLITS.clear()
+        got = _SPLITS[params] = (
+            [(sys.intern(n) if n is not None else None, v) for n, v in split_params(params)],
+            set(params.replace("=", "-").split("-")))
+    return got
 
 
 def entries(ids_by_file: dict[str, list[str]]) -> tuple[Entries, list[str]]:
