@@ -210,14 +210,13 @@ def _may_mutate(source: str, consts: dict[str, tuple[int, ast.expr]]) -> bool:
 
 
 def _touched(source: str, name: str) -> bool:
-    """``name`` is a whole word somewhere (the characters beside it are not ``\\w``, as for
-    ``\\b``) and followed by what ``_TOUCH`` matches."""
+    """``name`` is a whole word somewhere, followed by what ``_TOUCH`` matches: the character
+    before it is not ``\\w`` (as for ``\\b``); the one after it is white space or an operator
+    wherever ``_TOUCH`` matches, so the word ends there too."""
     at = source.find(name)
     while at >= 0:
         end = at + len(name)
-        if ((at == 0 or not _is_word(source[at - 1]))
-                and not (end < len(source) and _is_word(source[end]))
-                and _TOUCH.match(source, end)):
+        if (at == 0 or not _is_word(source[at - 1])) and _TOUCH.match(source, end):
             return True
         at = source.find(name, end)  # one starting inside this one follows a word character
     return False
