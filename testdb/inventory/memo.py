@@ -12,7 +12,8 @@ from testdb.inventory.decorators import Effect, classify
 from testdb.inventory.values import Scope
 
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_Key = tuple[bytes, tuple[tuple[str, str], ...], str, str]
+# (text, aliases, fingerprint, function name or "", (constant, its value's text) each)
+_Key = tuple[bytes, tuple[tuple[str, str], ...], str, str, tuple[tuple[str, bytes], ...]]
 _MEMO: dict[_Key, Effect] = {}
 _WORDS: dict[bytes, frozenset[str]] = {}
 _MEMO_MAX = 100_000
@@ -28,7 +29,11 @@ class DecoratorMemo:
     "torch_compile", [False, True])``); evaluating each once is most of the scan's speed.
     A decorator is self-contained when every identifier in its text is unbound in the module
     (builtins, keywords, attribute names, words inside strings) or an import alias, whose
-    meaning goes into the key. Anything naming a module constant or def is classified afresh.
+    meaning goes into the key; or a constant whose value's text is self-contained in the same
+    way (``parametrize("model", MODELS)``, 3,015 of the benchmark tree's 3,127 decorators
+    that were classified afresh), whose name and text go into the key. Anything naming a def,
+    a name with no known value where it is read, or a constant whose value names one of
+    those or another constant is classified afresh.
     The memo lives in this process only, keyed by a tuple (hashing each key, as the caches on
     disk do, would cost the scan what the memo saves); its row in ``testdb/cachestore.py``'s
     key table says what the key holds.
@@ -44,18 +49,20 @@ class DecoratorMemo:
         text = self._segment(node)
         if text is None:
             return classify(node, scope, line, self.config, func_name)
-        words = _WORDS.get(text)
-        if words is None:
-            words = frozenset(w.decode() for w in _IDENT.findall(text))
-            if len(_WORDS) >= _MEMO_MAX:
-                _WORDS.clear()
-            _WORDS[text] = words
-        if not words.isdisjoint(scope.bound_names):
-            return classify(node, scope, line, self.config, func_name)
+        words = _words(text)
+        consts: tuple[tuple[str, bytes], ...] = ()
+        bound = words & scope.bound_names
+        if bound:
+            read = self._constants(bound, scope, line) if b"lambda" not in text else None
+            if read is None:
+                return classify(node, scope, line, self.config, func_name)
+            consts, more = read
+            words |= more
         module_aliases = scope.module().aliases
         aliases = tuple(sorted((w, module_aliases[w]) for w in words if w in module_aliases))
         # parameterized.expand names its functions after the decorated one
-        key = (text, aliases, self.fingerprint, func_name if b"expand" in text else "")
+        expands = b"expand" in text or any(b"expand" in c for _, c in consts)
+        key = (text, aliases, self.fingerprint, func_name if expands else "", consts)
         effect = _MEMO.get(key)
         if effect is None:
             effect = classify(node, scope, line, self.config, func_name)
@@ -63,6 +70,31 @@ class DecoratorMemo:
                 _MEMO.clear()
             _MEMO[key] = effect
         return effect
+
+    def _constants(self, names: frozenset[str], scope: Scope, line: int
+                   ) -> tuple[tuple[tuple[str, bytes], ...], frozenset[str]] | None:
+        """What ``names`` (bound in ``scope``) mean at ``line``, where each is a constant
+        whose value is self-contained in its own scope (``scope.lookup`` reads it, as the
+        classification does): (name, the value's text) each, and the words of those texts;
+        else None. (The caller keeps out decorators with a lambda: its free names are read
+        at the module's end, not at ``line``.) A text that is not ASCII may hold names
+        ``_IDENT`` does not see."""
+        consts = []
+        words: frozenset[str] = frozenset()
+        for name in sorted(names):
+            found = scope.lookup(name, line)
+            if not isinstance(found, tuple):
+                return None  # a def, or a name with no known value at ``line``
+            value, value_scope = found
+            text = self._segment(value)
+            if text is None or not text.isascii():
+                return None
+            value_words = _words(text)
+            if not value_words.isdisjoint(value_scope.bound_names):
+                return None
+            consts.append((name, text))
+            words |= value_words
+        return tuple(consts), words
 
     def _segment(self, node: ast.expr) -> bytes | None:
         if node.end_lineno is None or node.end_col_offset is None:
@@ -73,6 +105,17 @@ class DecoratorMemo:
         # ast offsets are UTF-8 byte offsets: slice the bytes
         return self.raw[starts[node.lineno - 1] + node.col_offset:
                         starts[node.end_lineno - 1] + node.end_col_offset]
+
+
+def _words(text: bytes) -> frozenset[str]:
+    """The identifiers in a decorator's (or a constant's) text."""
+    words = _WORDS.get(text)
+    if words is None:
+        words = frozenset(w.decode() for w in _IDENT.findall(text))
+        if len(_WORDS) >= _MEMO_MAX:
+            _WORDS.clear()
+        _WORDS[text] = words
+    return words
 
 
 def _fingerprint(config: StaticConfig) -> str:

@@ -281,3 +281,188 @@ def test_the_fingerprint_follows_the_pytest_rules(monkeypatch: pytest.MonkeyPatc
         for config in (DEFAULT_CONFIG, other):
             assert _fingerprint(config) == config.fingerprint()
     assert _fingerprint(DEFAULT_CONFIG) != _fingerprint(other)
+
+
+# -- the decorator memo through constants ------------------------------------------------------
+
+def _module(consts: str, decorator: str, after: str = "", header: str = "import pytest") -> str:
+    return f"{header}\n{consts}\n\n{decorator}\ndef test_a(m):\n    pass\n{after}"
+
+
+LAMBDA_IDS = '@pytest.mark.parametrize("m", [1, 2], ids=lambda v: PREFIX + str(v))'
+MEMO_CASES = {
+    "module list": _module('MODELS = ["a", "b"]', '@pytest.mark.parametrize("m", MODELS)'),
+    "another value": _module('MODELS = ["c"]', '@pytest.mark.parametrize("m", MODELS)'),
+    "bound later": _module("", '@pytest.mark.parametrize("m", MODELS)', 'MODELS = ["a", "b"]'),
+    "mutated": _module('MODELS = ["a", "b"]\nMODELS.append("x")',
+                       '@pytest.mark.parametrize("m", MODELS)'),
+    "bound twice": _module('MODELS = ["a", "b"]\nMODELS = ["d"]',
+                           '@pytest.mark.parametrize("m", MODELS)'),
+    "bound under if": _module('if True:\n    MODELS = ["a", "b"]',
+                              '@pytest.mark.parametrize("m", MODELS)'),
+    "a constant of a constant": _module('OTHER = ["a"]\nMODELS = OTHER',
+                                        '@pytest.mark.parametrize("m", MODELS)'),
+    "a constant of a constant, another": _module('OTHER = ["b"]\nMODELS = OTHER',
+                                                 '@pytest.mark.parametrize("m", MODELS)'),
+    "a def": _module("def MODELS():\n    return 1", '@pytest.mark.parametrize("m", MODELS)'),
+    "ids by a def": _module('def name(v):\n    return "a" + str(v)',
+                            '@pytest.mark.parametrize("m", [1, 2], ids=name)'),
+    "ids by another def": _module('def name(v):\n    return "b" + str(v)',
+                                  '@pytest.mark.parametrize("m", [1, 2], ids=name)'),
+    "an alias in the value": _module(
+        'MODELS = [pp.param("a", marks=pp.mark.slow), "b"]',
+        '@pytest.mark.parametrize("m", MODELS)', header="import pytest\nimport pytest as pp"),
+    "an alias in the value, another module": _module(
+        'MODELS = [pp.param("a", marks=pp.mark.slow), "b"]',
+        '@pytest.mark.parametrize("m", MODELS)', header="import pytest\nimport mylib as pp"),
+    "marks in the value": _module('MODELS = [pytest.param("a", marks=pytest.mark.slow), "b"]',
+                                  '@pytest.mark.parametrize("m", MODELS)'),
+    "marks of another module": _module(
+        'MODELS = [pytest.param("a", marks=pytest.mark.slow), "b"]',
+        '@pytest.mark.parametrize("m", MODELS)', header="import pytest\nimport mylib as pytest"),
+    "a helper": _module("MODELS = [1, 2]", '@parametrize_with_ids("m", MODELS)',
+                        header="import pytest\nfrom conftest import parametrize_with_ids"),
+    "not ascii": _module('MODELS = ["é", "b"]', '@pytest.mark.parametrize("m", MODELS)'),
+    "a name not ascii": _module('é = "x"\nMODELS = [é]', '@pytest.mark.parametrize("m", MODELS)'),
+    "a name not ascii, another": _module('é = "y"\nMODELS = [é]',
+                                         '@pytest.mark.parametrize("m", MODELS)'),
+    "ids by a lambda": _module('PREFIX = "p"', LAMBDA_IDS),
+    "ids by a lambda, another prefix": _module('PREFIX = "q"', LAMBDA_IDS),
+    "ids by a constant lambda": _module('IDS = lambda v: f"k{v}"',
+                                        '@pytest.mark.parametrize("m", [1, 2], ids=IDS)'),
+    "a mark by name": _module('skip_x = pytest.mark.skipif(True, reason="x")', "@skip_x"),
+    "another mark by that name": _module("skip_x = pytest.mark.slow", "@skip_x"),
+    "parametrize by name": _module("parametrize = pytest.mark.parametrize",
+                                   '@parametrize("m", [1, 2])'),
+    "parametrize by name, another": _module("parametrize = pytest.mark.usefixtures",
+                                            '@parametrize("m", [1, 2])'),
+    "ids of a constant": _module('NAMES = ["x", "y"]',
+                                 '@pytest.mark.parametrize("m", [1, 2], ids=NAMES)'),
+}
+CLASS_CASES = {
+    "a class constant": '''
+import pytest
+
+MODELS = ["a"]
+
+class TestA:
+    MODELS = ["b", "c"]
+
+    @pytest.mark.parametrize("m", MODELS)
+    def test_a(self, m):
+        pass
+
+    @pytest.mark.parametrize("m", [1], ids=lambda v: MODELS[0])
+    def test_b(self, m):
+        pass
+''',
+    "a class constant, another module constant": '''
+import pytest
+
+MODELS = ["z"]
+
+class TestA:
+    MODELS = ["b", "c"]
+
+    @pytest.mark.parametrize("m", MODELS)
+    def test_a(self, m):
+        pass
+
+    @pytest.mark.parametrize("m", [1], ids=lambda v: MODELS[0])
+    def test_b(self, m):
+        pass
+''',
+    "a class constant after": '''
+import pytest
+
+MODELS = ["a"]
+
+class TestA:
+    @pytest.mark.parametrize("m", MODELS)
+    def test_a(self, m):
+        pass
+
+    MODELS = ["b", "c"]
+''',
+    "expand by name": '''
+from parameterized import parameterized
+import unittest
+
+ex = parameterized.expand
+
+class TestA(unittest.TestCase):
+    @ex([("a",), ("b",)])
+    def test_one(self, m):
+        pass
+
+    @ex([("a",), ("b",)])
+    def test_two(self, m):
+        pass
+''',
+}
+ALL_MEMO_CASES = {**MEMO_CASES, **CLASS_CASES}
+
+
+def _fresh_memo() -> None:
+    from testdb.inventory import memo
+
+    memo._MEMO.clear()
+    memo._WORDS.clear()
+
+
+def _unmemoized(text: str) -> list[Any]:
+    """The scan with every decorator classified afresh (no memo at all)."""
+    from testdb.inventory import memo
+    from testdb.inventory.decorators import classify
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(memo.DecoratorMemo, "classify",
+                   lambda self, node, scope, line, func_name="": classify(
+                       node, scope, line, self.config, func_name))
+        return scan_groups(text, "test_m.py")
+
+
+@pytest.mark.parametrize("case", list(ALL_MEMO_CASES))
+def test_the_memo_through_constants_answers_as_no_memo(case: str) -> None:
+    """Each case scanned after any other (its decorators' texts memoized with the other's
+    meanings) gives what it gives with no memo."""
+    text = ALL_MEMO_CASES[case]
+    want = _unmemoized(text)
+    for other in ALL_MEMO_CASES.values():
+        _fresh_memo()
+        scan_groups(other, "test_m.py")
+        assert scan_groups(text, "test_m.py") == want, case
+        assert scan_groups(text, "test_m.py") == want, case  # a memo hit of its own
+
+
+def test_the_cases_mean_different_things() -> None:
+    """Guards the test above: texts shared between cases are read differently."""
+    got = {case: _unmemoized(text) for case, text in ALL_MEMO_CASES.items()}
+    for a, b in [("module list", "another value"), ("module list", "bound later"),
+                 ("marks in the value", "marks of another module"),
+                 ("ids by a lambda", "ids by a lambda, another prefix"),
+                 ("a mark by name", "another mark by that name"),
+                 ("parametrize by name", "parametrize by name, another"),
+                 ("a name not ascii", "a name not ascii, another"),
+                 ("a class constant", "a class constant, another module constant"),
+                 ("a constant of a constant", "a constant of a constant, another"),
+                 ("ids by a def", "ids by another def"),
+                 ("an alias in the value", "an alias in the value, another module")]:
+        assert got[a] != got[b], (a, b)
+
+
+def test_a_constant_self_contained_is_classified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from testdb.inventory import decorators, memo
+
+    calls: list[str] = []
+    real = decorators.classify
+
+    def counted(node: ast.expr, *args: Any, **kwargs: Any) -> Any:
+        calls.append(ast.unparse(node))
+        return real(node, *args, **kwargs)
+
+    monkeypatch.setattr(memo, "classify", counted)
+    _fresh_memo()
+    for case in ("module list", "module list", "another value", "another value"):
+        scan_groups(MEMO_CASES[case], "test_m.py")
+    assert calls == ["pytest.mark.parametrize('m', MODELS)"] * 2
