@@ -23,13 +23,14 @@ from inventory_suites import DEFS, EXPAND, UNIT
 
 from testdb.inventory import pytest_rules, static
 from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
-from testdb.inventory.groups import expand, rows
+from testdb.inventory.groups import Group, expand, rows
 from testdb.inventory.memo import _fingerprint, line_starts
 from testdb.inventory.model import split_params
 from testdb.inventory.packed import file_blob
 from testdb.inventory.packed_rows import (
     _SPLITS,
     file_entries,
+    group_entries,
     prepared_blob,
     prepared_groups,
     row,
@@ -122,6 +123,35 @@ def test_prepared_from_groups_equals_prepared_from_items(file_id: str, path: str
     # while it writes), never in what they decode to.
     assert marshal.loads(got.blob) == marshal.loads(want.blob)
     assert got._replace(blob=b"") == want._replace(blob=b"")
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups=st.lists(st.builds(
+    lambda cls, fn, params: Group(cls, fn, 1, False, (), (), (fn,),
+                                  tuple((p, ()) for p in params)),
+    st.sampled_from([(), ("TestC",), ("Test[C",)]),
+    st.sampled_from(["test_a", "test_b", "*", "test_[x", "test_a_*"]),
+    st.lists(st.none() | st.text(alphabet="ab=-[]/:", max_size=6), min_size=1, max_size=4)),
+    max_size=5), file=st.sampled_from(["t.py", "d/t.py", "d[1]/t.py"]))
+def test_prepared_from_any_groups(groups: list[Group], file: str) -> None:
+    """Any groups, ids alike or not, "[" before the params or not, placeholders among them."""
+    got = prepared_groups(file, file, groups)
+    want = prepared_blob(file, file_blob(expand(groups, file, file)))
+    assert marshal.loads(got.blob) == marshal.loads(want.blob)
+    assert got._replace(blob=b"") == want._replace(blob=b"")
+    assert list(got.entries) == list(want.entries)  # the values in the same order
+
+
+def test_the_groups_entries_are_their_ids_entries() -> None:
+    plain = 0
+    for file_id, path, groups in SCANNED:
+        ids = [i.nodeid for i in expand(groups, file_id, path) if "*" not in i.function]
+        if len(set(ids)) < len(ids) or "[" in file_id:
+            continue
+        plain += 1
+        assert group_entries(groups) == straightforward_entries(ids), file_id
+        assert group_entries(groups) == straightforward_entries(ids), file_id  # kept stacks
+    assert plain >= 10
 
 
 # -- the value index entries -----------------------------------------------------------------
