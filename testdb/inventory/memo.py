@@ -23,7 +23,8 @@ _FINGERPRINTS: dict[tuple[StaticConfig, pytest_rules.PytestRules], str] = {}
 
 
 class DecoratorMemo:
-    """``decorators.classify`` with a process-wide memo, for one module's source.
+    """``decorators.classify`` with a process-wide memo, for one module's source (every scope
+    given to ``classify`` is of that module).
 
     The same literal decorators recur across a test tree (``parametrize_with_ids(
     "torch_compile", [False, True])``); evaluating each once is most of the scan's speed.
@@ -44,6 +45,8 @@ class DecoratorMemo:
         self.config = config
         self.fingerprint = _fingerprint(config)
         self.line_starts = line_starts(raw)
+        # words -> the import aliases among them and what they name, in this module
+        self._aliases: dict[frozenset[str], tuple[tuple[str, str], ...]] = {}
 
     def classify(self, node: ast.expr, scope: Scope, line: int, func_name: str = "") -> Effect:
         text = self._segment(node)
@@ -51,15 +54,18 @@ class DecoratorMemo:
             return classify(node, scope, line, self.config, func_name)
         words = _words(text)
         consts: tuple[tuple[str, bytes], ...] = ()
-        bound = words & scope.bound_names
-        if bound:
-            read = self._constants(bound, scope, line) if b"lambda" not in text else None
+        if not words.isdisjoint(scope.bound_names):
+            read = (self._constants(words & scope.bound_names, scope, line)
+                    if b"lambda" not in text else None)
             if read is None:
                 return classify(node, scope, line, self.config, func_name)
             consts, more = read
             words |= more
-        module_aliases = scope.module().aliases
-        aliases = tuple(sorted((w, module_aliases[w]) for w in words if w in module_aliases))
+        aliases = self._aliases.get(words)
+        if aliases is None:  # the same words recur in a module's decorators: sorted once
+            module_aliases = scope.module().aliases
+            aliases = self._aliases[words] = tuple(sorted(
+                (w, module_aliases[w]) for w in words if w in module_aliases))
         # parameterized.expand names its functions after the decorated one
         expands = b"expand" in text or any(b"expand" in c for _, c in consts)
         key = (text, aliases, self.fingerprint, func_name if expands else "", consts)

@@ -57,8 +57,8 @@ def row(i: InventoryItem) -> tuple[Any, ...]:
 
 def prepared_groups(file: str, path: str, groups: Sequence[Group]) -> Prepared:
     """``prepared_blob(file, file_blob(expand(groups, file, path)))``, from the rows straight
-    away, and the value index entries from the groups' parametrizations where they give
-    them (``group_entries``)."""
+    away, and the ids' index from the groups' parametrizations where they give it
+    (``group_index``)."""
     by_id: dict[str, tuple[Any, ...]] = {}
     for r in group_rows(groups, file, path):
         by_id[r[0]] = r  # as ``_rows``: first place, last definition
@@ -67,21 +67,21 @@ def prepared_groups(file: str, path: str, groups: Sequence[Group]) -> Prepared:
     # Each row an id of its own, and no "[" before the params: the ids are the groups'.
     plain = len(rows) == sum(len(g.variants) for g in groups) and "[" not in file and not any(
         "[" in g.function or any("[" in c for c in g.classes) for g in groups)
-    return _prepared(file, marshal.dumps(rows), rows, ids,
-                     group_entries(groups) if plain else file_entries(ids))
+    index = group_index(file, groups, ids) if plain else (*file_entries(ids), names_text(ids))
+    return _prepared(file, marshal.dumps(rows), rows, ids, index)
 
 
 def prepared_blob(file: str, blob: bytes) -> Prepared:
     rows = marshal.loads(blob)
     ids = [r[0] for r in rows if WILDCARD not in r[3]]
-    return _prepared(file, blob, rows, ids, file_entries(ids))
+    return _prepared(file, blob, rows, ids, (*file_entries(ids), names_text(ids)))
 
 
 def _prepared(file: str, blob: bytes, rows: list[tuple[Any, ...]], ids: list[str],
-              found: tuple[FileEntries, list[str]]) -> Prepared:
+              index: tuple[FileEntries, list[str], str]) -> Prepared:
+    """``index``: the ids' value index entries, value pieces and names text."""
     return Prepared(blob, ids, [r for r in rows if WILDCARD in r[3]],
-                    [r[0] for r in rows if not r[0].startswith(file + "::")], *found,
-                    names_text(ids))
+                    [r[0] for r in rows if not r[0].startswith(file + "::")], *index)
 
 
 def names_text(ids: list[str]) -> str:
@@ -144,19 +144,23 @@ def _split(params: str) -> tuple[list[tuple[str | None, str]], set[str]]:
     return got
 
 
-def group_entries(groups: Sequence[Group]) -> tuple[FileEntries, list[str]]:
-    """``file_entries`` of the ids of ``groups``, where each group's ids are its own (no two
-    alike) and hold no ``[`` before their params: each distinct parametrization (a stack
-    of layers) is indexed once per process (``_stack_entries``), and a group's entries are
-    its stack's, moved to the group's place. Indexing every id's params cost the benchmark
-    tree's cold scan 0.15 s, a third of the rows' preparation."""
+def group_index(file: str, groups: Sequence[Group], ids: list[str]
+                ) -> tuple[FileEntries, list[str], str]:
+    """``file_entries(ids)`` and ``names_text(ids)`` of ``ids``, the ids of ``groups`` in
+    ``file``, where each group's ids are its own (no two alike) and hold no ``[`` before
+    their params: each distinct parametrization (a stack of layers) is indexed once per
+    process (``_stack_index``), a group's entries are its stack's moved to the group's place,
+    and its ids' head is its base. Indexing every id's params and head cost the benchmark
+    tree's cold scan 0.2 s, two fifths of the rows' preparation."""
     per: FileEntries = {}
     pieces: list[str] = []
+    heads: dict[str, None] = {}
+    whole = False
     pos = 0
     for g in groups:
         if WILDCARD in g.function:
             continue  # a placeholder: not among the ids
-        stack, stack_pieces = _stack_entries(g.variants)
+        stack, stack_pieces, stack_whole = _stack_index(g.variants)
         for v, (offsets, names) in stack.items():
             entry = per.get(v)
             if entry is None:
@@ -164,21 +168,26 @@ def group_entries(groups: Sequence[Group]) -> tuple[FileEntries, list[str]]:
             entry[0].extend([pos + o for o in offsets])
             entry[1].extend(names)
         pieces += stack_pieces
+        whole = whole or stack_whole
+        heads["::".join((file, *g.classes, g.function))] = None
         pos += len(g.variants)
-    return per, pieces
+    return per, pieces, "\n".join(ids) if whole else "\n".join(heads)
 
 
-_STACKS: dict[tuple[Variant, ...], tuple[FileEntries, list[str]]] = {}
+_STACKS: dict[tuple[Variant, ...], tuple[FileEntries, list[str], bool]] = {}
 
 
-def _stack_entries(variants: tuple[Variant, ...]) -> tuple[FileEntries, list[str]]:
-    """``file_entries`` of one group's ids, at positions from 0 (kept: read, never changed)."""
+def _stack_index(variants: tuple[Variant, ...]) -> tuple[FileEntries, list[str], bool]:
+    """``file_entries`` of one group's ids, at positions from 0, and whether ``names_text``
+    gives such ids whole (kept: read, never changed)."""
     got = _STACKS.get(variants)
     if got is None:
         if len(_STACKS) >= _SPLITS_MAX:
             _STACKS.clear()
-        got = _STACKS[variants] = file_entries(
-            [f"-[{params}]" if params is not None else "-" for params, _ in variants])
+        params = [p for p, _ in variants if p is not None]
+        got = _STACKS[variants] = (
+            *file_entries([f"-[{p}]" if p is not None else "-" for p, _ in variants]),
+            any("/" in p or "::" in p for p in params))
     return got
 
 

@@ -30,7 +30,8 @@ from testdb.inventory.packed import file_blob
 from testdb.inventory.packed_rows import (
     _SPLITS,
     file_entries,
-    group_entries,
+    group_index,
+    names_text,
     prepared_blob,
     prepared_groups,
     row,
@@ -84,6 +85,17 @@ def test_empty(v):
     pass
 ''',
 }
+EXTRA["test_slash_ids.py"] = '''
+import pytest
+
+def test_plain():
+    pass
+
+@pytest.mark.parametrize("a", ["e/f", "g"], ids=str)
+def test_a(a):
+    pass
+'''
+EXTRA["test_colon_ids.py"] = EXTRA["test_slash_ids.py"].replace('"e/f"', '"c::d"')
 # A directory name with "[" in it: the id's first "[" is not its params'.
 ODD_FILE_IDS = {"test_odd_ids.py": "odd[dir]/test_odd_ids.py"}
 
@@ -142,15 +154,16 @@ def test_prepared_from_any_groups(groups: list[Group], file: str) -> None:
     assert list(got.entries) == list(want.entries)  # the values in the same order
 
 
-def test_the_groups_entries_are_their_ids_entries() -> None:
+def test_the_groups_index_is_their_ids_index() -> None:
     plain = 0
     for file_id, path, groups in SCANNED:
         ids = [i.nodeid for i in expand(groups, file_id, path) if "*" not in i.function]
         if len(set(ids)) < len(ids) or "[" in file_id:
             continue
         plain += 1
-        assert group_entries(groups) == straightforward_entries(ids), file_id
-        assert group_entries(groups) == straightforward_entries(ids), file_id  # kept stacks
+        want = (*straightforward_entries(ids), names_text(ids))
+        assert group_index(file_id, groups, ids) == want, file_id
+        assert group_index(file_id, groups, ids) == want, file_id  # kept stacks
     assert plain >= 10
 
 
