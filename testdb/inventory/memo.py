@@ -50,7 +50,7 @@ class DecoratorMemo:
 
     def classify(self, node: ast.expr, scope: Scope, line: int, func_name: str = "") -> Effect:
         text = self._segment(node)
-        if text is None:
+        if text is None or not text.isascii():  # _IDENT sees ASCII names only
             return classify(node, scope, line, self.config, func_name)
         words = _words(text)
         consts: tuple[tuple[str, bytes], ...] = ()

@@ -366,6 +366,9 @@ MEMO_CASES = {
     "a helper": _module("MODELS = [1, 2]", '@parametrize_with_ids("m", MODELS)',
                         header="import pytest\nfrom conftest import parametrize_with_ids"),
     "not ascii": _module('MODELS = ["é", "b"]', '@pytest.mark.parametrize("m", MODELS)'),
+    "a decorator naming a name not ascii": _module('é = [1]', '@pytest.mark.parametrize("m", é)'),
+    "a decorator naming a name not ascii, another": _module(
+        'é = [2]', '@pytest.mark.parametrize("m", é)'),
     "a name not ascii": _module('é = "x"\nMODELS = [é]', '@pytest.mark.parametrize("m", MODELS)'),
     "a name not ascii, another": _module('é = "y"\nMODELS = [é]',
                                          '@pytest.mark.parametrize("m", MODELS)'),
@@ -487,6 +490,8 @@ def test_the_cases_mean_different_things() -> None:
                  ("a mark by name", "another mark by that name"),
                  ("parametrize by name", "parametrize by name, another"),
                  ("a name not ascii", "a name not ascii, another"),
+                 ("a decorator naming a name not ascii",
+                  "a decorator naming a name not ascii, another"),
                  ("a class constant", "a class constant, another module constant"),
                  ("a constant of a constant", "a constant of a constant, another"),
                  ("ids by a def", "ids by another def"),
