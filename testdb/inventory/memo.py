@@ -53,6 +53,8 @@ class DecoratorMemo:
         if text is None or not text.isascii():  # _IDENT sees ASCII names only
             return classify(node, scope, line, self.config, func_name)
         words = _words(text)
+        # parameterized.expand names its functions after the decorated one
+        expands = b"expand" in text
         consts: tuple[tuple[str, bytes], ...] = ()
         if not words.isdisjoint(scope.bound_names):
             read = (self._constants(words & scope.bound_names, scope, line)
@@ -61,13 +63,12 @@ class DecoratorMemo:
                 return classify(node, scope, line, self.config, func_name)
             consts, more = read
             words |= more
+            expands = expands or any(b"expand" in c for _, c in consts)
         aliases = self._aliases.get(words)
         if aliases is None:  # the same words recur in a module's decorators: sorted once
             module_aliases = scope.module().aliases
             aliases = self._aliases[words] = tuple(sorted(
                 (w, module_aliases[w]) for w in words if w in module_aliases))
-        # parameterized.expand names its functions after the decorated one
-        expands = b"expand" in text or any(b"expand" in c for _, c in consts)
         key = (text, aliases, self.fingerprint, func_name if expands else "", consts)
         effect = _MEMO.get(key)
         if effect is None:
