@@ -29,7 +29,8 @@ cache (kind)    module                           keyed on (ingredients)
 ``decorator``   ``testdb/inventory/memo.py``     in-process only: the decorator's text, the
                                                  import aliases it names, the config's
                                                  fingerprint, the function's name for
-                                                 ``expand`` (never on disk)
+                                                 ``expand``, each constant it names with
+                                                 its value's text (never on disk)
 ``selections``  ``inventory/select_cache.py``    pytest's version, the inventory code stamp,
                                                  every ``unittest/...`` line in order; each
                                                  entry the digest of its items' fields

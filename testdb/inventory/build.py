@@ -21,7 +21,7 @@ from testdb.inventory.config import DEFAULT_CONFIG, StaticConfig
 from testdb.inventory.groups import Group, expand
 from testdb.inventory.model import Inventory, InventoryItem
 from testdb.inventory.packed import PackedInventory
-from testdb.inventory.packed_rows import Prepared, prepared_items
+from testdb.inventory.packed_rows import Prepared, prepared_groups
 from testdb.inventory.tree import inventory_stamp, whole_format
 from testdb.parallel import MIN_ITEMS, Scans, in_child, parallel_map, usable_cpus
 from testdb.stamp import Stamp
@@ -110,7 +110,7 @@ def _scan(job: Job) -> list[Group]:
 
 def _scan_prepared(job: Job) -> Prepared:
     """The file as the packed inventory keeps it, prepared where it was scanned."""
-    return prepared_items(job[1], expand(_scan(job), job[1], job[6]))
+    return prepared_groups(job[1], job[6], _scan(job))
 
 
 def scan_prepared_parsed(job: Job, parsed: Any) -> Prepared:
@@ -121,7 +121,7 @@ def scan_prepared_parsed(job: Job, parsed: Any) -> Prepared:
 
     content, file_id, dirs, config, _, _, shown = job
     groups = parsed_groups(parsed, content, file_id, dirs=dirs, config=config)
-    return prepared_items(file_id, expand(groups, file_id, shown))
+    return prepared_groups(file_id, shown, groups)
 
 
 # Cold builds of a checkout's default inventory (``start_static(root)``) already running in
@@ -359,8 +359,9 @@ def _start_scans(files: list[TestFile], contents: list[bytes], keys: list[str],
                 got = next(scanned)
                 out.append(got if prepare else expand(got, tf.file_id, tf.path))
                 continue
-            items = expand(results[idx] or (), tf.file_id, tf.path)
-            out.append(prepared_items(tf.file_id, items) if prepare else items)
+            hit = results[idx] or []
+            out.append(prepared_groups(tf.file_id, tf.path, hit) if prepare
+                       else expand(hit, tf.file_id, tf.path))
         # Read to the end: that is what lets the workers go (``parallel_map``).
         if next(scanned, _END) is not _END:
             raise RuntimeError("more scan results than files scanned")

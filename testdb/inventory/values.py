@@ -189,20 +189,42 @@ def _add_imports(scope: Scope, stmt: ast.Import | ast.ImportFrom) -> None:
 
 
 _GLOBAL = re.compile(r"\b(?:global|nonlocal)\b")
-# A name followed by ``.``, ``[`` or an augmented assignment operator.
-_TOUCHED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\.|\[|[-+*/%@&|^]=|//=|\*\*=|>>=|<<=)")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+# What may follow a name that is changed in place: ``.``, ``[`` or an augmented assignment.
+_TOUCH = re.compile(r"\s*(?:\.|\[|[-+*/%@&|^]=|//=|\*\*=|>>=|<<=)")
 
 
 def _may_mutate(source: str, consts: dict[str, tuple[int, ast.expr]]) -> bool:
-    """Whether any constant's name is followed by ``.``, ``[`` or an augmented assignment.
+    """Whether any constant's name, as a whole word, is followed by ``.``, ``[`` or an
+    augmented assignment, or the module says ``global`` or ``nonlocal``.
 
-    A cheap superset of what _mutated_names finds (which then decides exactly).
+    A cheap superset of what _mutated_names finds (which then decides exactly). Each
+    constant's name is looked for with ``str.find``: running one expression over every
+    word of the module cost 20 times as much (0.2 s on the benchmark tree's 2,000 files).
     """
     if not consts:
         return False
-    if _GLOBAL.search(source):
+    if ("global" in source or "nonlocal" in source) and _GLOBAL.search(source):
         return True
-    return not consts.keys().isdisjoint(_TOUCHED.findall(source))
+    return any(_touched(source, name) for name in consts if _NAME.fullmatch(name))
+
+
+def _touched(source: str, name: str) -> bool:
+    """``name`` is a whole word somewhere, followed by what ``_TOUCH`` matches: the character
+    before it is not ``\\w`` (as for ``\\b``); the one after it is white space or an operator
+    wherever ``_TOUCH`` matches, so the word ends there too."""
+    at = source.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not _is_word(source[at - 1])) and _TOUCH.match(source, end):
+            return True
+        at = source.find(name, end)  # one starting inside this one follows a word character
+    return False
+
+
+def _is_word(char: str) -> bool:
+    """Whether ``re`` counts ``char`` as ``\\w`` (for a ``str`` pattern)."""
+    return char.isalnum() or char == "_"
 
 
 def _mutated_names(tree: ast.AST) -> frozenset[str]:
