@@ -129,6 +129,28 @@ def test_distances_change_beyond_the_changed_module(tmp_path: Path,
     assert nearer.importers(c)[test_x] == 2
 
 
+def test_many_new_changes_in_a_row_each_patch_the_tree_s_own_graph(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each new change keeps its own form, and the forms are pruned oldest first: the tree's
+    own form, which every new change is patched from, stays (it was pruned after four new
+    changes, and the fifth rebuilt the whole graph)."""
+    import auditor.graph
+
+    root = tmp_path / "tree"
+    write(root, TREE)
+    build_graph(str(root))
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("a new change built the whole graph again")
+
+    for k in range(10):
+        texts = {"pkg/c.py": TREE["pkg/c.py"] + f"\ndef new{k}():\n    return {k}\n"}
+        with monkeypatch.context() as m:
+            m.setattr(auditor.graph, "_walk", refuse)
+            patched = build_graph(str(root), texts, set())
+        assert answers(patched) == answers(build_graph(str(root), texts, set(), use_cache=False))
+
+
 def random_tree(rng: random.Random, n: int) -> dict[str, str]:
     files = {"pkg/__init__.py": ""}
     for k in range(n):
