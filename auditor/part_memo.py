@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from auditor.evidence import Evidence, Level
+from auditor.evidence import Evidence, Level, same_links
 from auditor.verdict import Decision
 from testdb.cachestore import Store
 from testdb.stamp import tool_key
@@ -34,7 +34,7 @@ _Stored = tuple[str, bool, tuple[str, ...], tuple[str, ...], tuple[str, ...], tu
 
 def module_links(ids: Iterable[str]) -> list[Evidence]:
     """A test file's module-tier links (without the distance, which differs per module)."""
-    return [Evidence(t, "module", 1, REASON) for t in ids]
+    return same_links(ids, "module", 1, REASON)
 
 
 class PartMemo:
