@@ -5,10 +5,8 @@ each test file (in one child process) answer as each built alone."""
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 import textwrap
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,8 @@ from auditor.graph import (
 from testdb.inventory import build_static, start_static
 from testdb.inventory.build import Job, _scan_prepared
 from testdb.inventory.config import DEFAULT_CONFIG
-from tests.conftest import EXAMPLE, REPO
+from tests.conftest import EXAMPLE
+from tests.corpus import python_corpus
 
 
 @pytest.fixture(autouse=True)
@@ -76,23 +75,9 @@ def test_the_visit_finds_the_walks_imports_in_every_module_of_the_project() -> N
     """Over this project's own sources and the stdlib's top-level modules (the table above
     has every kind of statement block)."""
     count = 0
-    stdlib = os.path.dirname(os.__file__)
-    for top in (REPO, stdlib):
-        for d, dirs, files in os.walk(top):
-            if d == stdlib:
-                dirs[:] = []
-            dirs[:] = [x for x in dirs if x not in (".git", "site-packages", "node_modules")]
-            for f in files:
-                if not f.endswith(".py"):
-                    continue
-                try:
-                    with open(os.path.join(d, f), "rb") as fh, warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        tree = ast.parse(fh.read())
-                except (SyntaxError, ValueError):
-                    continue
-                count += 1
-                assert {id(n) for n in import_statements(tree)} == {id(n) for n in walked(tree)}
+    for tree in python_corpus():
+        count += 1
+        assert {id(n) for n in import_statements(tree)} == {id(n) for n in walked(tree)}
     assert count > 400
 
 

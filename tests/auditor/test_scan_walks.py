@@ -7,35 +7,15 @@ without building the chain."""
 from __future__ import annotations
 
 import ast
-import os
-import warnings
 from collections.abc import Iterator
 
 import pytest
 
 from auditor.graph import scan_parsed
 from auditor.resolve import _body_nodes, _chain, _is_fixture, scan_code
-from tests.conftest import REPO
+from tests.corpus import python_corpus
 
 _Fn = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def corpus() -> Iterator[ast.Module]:
-    stdlib = os.path.dirname(os.__file__)
-    for top in (REPO, stdlib):
-        for d, dirs, files in os.walk(top):
-            if d == stdlib:
-                dirs[:] = []
-            dirs[:] = [x for x in dirs if x not in (".git", "site-packages", "node_modules")]
-            for f in sorted(files):
-                if not f.endswith(".py"):
-                    continue
-                try:
-                    with open(os.path.join(d, f), "rb") as fh, warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        yield ast.parse(fh.read())
-                except (SyntaxError, ValueError):
-                    continue
 
 
 def walked_body(fn: _Fn) -> list[ast.AST]:
@@ -89,7 +69,7 @@ def functions(tree: ast.Module) -> Iterator[_Fn]:
 
 def test_each_shortcut_finds_what_the_walk_found_in_every_module_of_the_project() -> None:
     modules = units = 0
-    for tree in corpus():
+    for tree in python_corpus():
         modules += 1
         # (in a dict's order: a name defined twice keeps its first place)
         assert list(scan_parsed("pkg/m.py", tree).functions) == list(
