@@ -11,6 +11,7 @@ from typing import Any
 
 from auditor.behaviour import Behaviour
 from auditor.graph import ImportGraph
+from auditor.reach_memo import ReachMemo
 from auditor.resolve import Link, Node, ReachOfTest, Resolver, link_of, reach_of, target_unit
 from testdb.index import Index
 from testdb.inventory.build import DEFAULT_DIRS
@@ -63,6 +64,8 @@ class Candidates:
         self._targets: dict[tuple[str, str], str | None] = {}
         self._reach: dict[tuple[str, str], ReachOfTest] = {}
         self._indexed: set[str] = set()
+        # the index of each test module's reach kept for this graph (None: not kept)
+        self.reach_memo: ReachMemo | None = None
         self._by_unit: dict[str, set[str]] = {}  # unit -> test modules a test of which reaches it
         self._by_name: dict[str, set[str]] = {}  # ... calls it unresolved
         self._by_class: dict[str, set[str]] = {}  # ... names the class
@@ -244,14 +247,25 @@ class Candidates:
 
     def _index(self, module: str) -> None:
         self._indexed.add(module)
-        for q in self.test_functions(module):
-            r = self.test_reach(module, q)
-            for u in r.units:
-                self._by_unit.setdefault(u, set()).add(module)
-            for name in r.unresolved:
-                self._by_name.setdefault(name, set()).add(module)
-            for cls in r.classes:
-                self._by_class.setdefault(cls, set()).add(module)
+        entry = self.reach_memo.get(module) if self.reach_memo is not None else None
+        if entry is None:
+            units: set[str] = set()
+            unresolved: set[str] = set()
+            classes: set[str] = set()
+            for q in self.test_functions(module):
+                r = self.test_reach(module, q)
+                units.update(r.units)
+                unresolved |= r.unresolved
+                classes |= r.classes
+            entry = (tuple(sorted(units)), tuple(sorted(unresolved)), tuple(sorted(classes)))
+            if self.reach_memo is not None:
+                self.reach_memo.put(module, entry)
+        for u in entry[0]:
+            self._by_unit.setdefault(u, set()).add(module)
+        for name in entry[1]:
+            self._by_name.setdefault(name, set()).add(module)
+        for cls in entry[2]:
+            self._by_class.setdefault(cls, set()).add(module)
 
     def _test_side(self, module: str) -> bool:
         """Whether a module is test-side code (under a test root: tests, conftest, helpers)."""

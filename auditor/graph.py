@@ -145,6 +145,9 @@ class ImportGraph:
     defined: dict[str, str | int] | bytes = field(default_factory=dict)
     # Read from the plain form: that form, which a new change over the same tree patches.
     plain: _Plain | None = None
+    # What identifies the content where it was read from or kept as a plain form (the form's
+    # file name: the tree's content and the change), for caches of what follows from it.
+    key: str | None = None
 
     def definers(self) -> dict[str, str | int]:
         if isinstance(self.defined, bytes):
@@ -231,6 +234,7 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
                 os.utime(own)
             path = _plain_path(hit[1], change)
             _write_parts(path, patched.plain)
+            patched.key = os.path.basename(path)
             return (lambda: patched), [path]
     dirs, files = _walk(root)
     if child and stamp is not None and len(files) >= MIN_ITEMS and usable_cpus() > 1:
@@ -284,6 +288,7 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
                     _write_parts(_plain_path(tree, change), graph.plain)
             if graph is not None:
                 written.append(_plain_path(tree, change))
+                graph.key = os.path.basename(written[-1])
                 where = {rel: path for rel, path, _ in files}
                 stamp.write(dirs, [(path, st) for _, path, st in files],
                             {where[r]: d for r, d in digests.items()}, {}, tree)
@@ -655,7 +660,9 @@ def _read_plain(path: str) -> ImportGraph | None:
         version, rows, modules, by_path, imported_by, defined, table = marshal.loads(payload)
         if version != PLAIN_VERSION or not isinstance(rows, dict):
             return None
-        return _opened(_Plain(rows, modules, by_path, imported_by, defined, table))
+        graph = _opened(_Plain(rows, modules, by_path, imported_by, defined, table))
+        graph.key = os.path.basename(path)
+        return graph
     except (ValueError, EOFError, TypeError, KeyError):
         return None
 

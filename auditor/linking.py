@@ -16,6 +16,7 @@ from auditor.graph import ImportGraph, start_graph
 from auditor.guards import _ORDER, GuardLocator
 from auditor.model import TIERS, Guard
 from auditor.part_memo import Part, PartMemo, module_links
+from auditor.reach_memo import ReachMemo
 from auditor.verdict import Decision, combine, decide, thin_guard
 from testdb.botcmd import BotCommand
 from testdb.gcpause import gc_paused
@@ -97,6 +98,8 @@ class Auditor(Candidates):
         self._memo = (PartMemo.open(cache_dir, index.key, self.pipeline.started,
                                     self.inventory.file_key)
                       if index.key and self.inventory is not None else None)
+        if built.key is not None:  # a graph kept as a plain form: its symbol-tier index too
+            self.reach_memo = ReachMemo.open(cache_dir, built.key)
         self.coverage = coverage
         self.measured = measured
         self.common_tokens: set[str] = set()
@@ -117,6 +120,8 @@ class Auditor(Candidates):
         self.locator.save()
         if self._memo is not None:
             self._memo.save()
+        if self.reach_memo is not None:
+            self.reach_memo.save()
 
     # ---- the judgement -----------------------------------------------------------------------
     def judge(self, b: Behaviour, changed_test_ids: dict[str, str]) -> Judgement:

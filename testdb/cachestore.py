@@ -39,6 +39,9 @@ cache (kind)    module                           keyed on (ingredients)
 ``behaviours``  ``auditor/behaviour_memo.py``    Python's version, the ``auditor`` code
                                                  stamp, each changed Python file's paths,
                                                  both texts and changed lines
+``reach``       ``auditor/reach_memo.py``        the import graph's key (its plain form's
+                                                 name: the tree's content and the change),
+                                                 the ``auditor`` code stamp, Python's version
 ``audit``       ``reports/audit_memo.py``        ``tool_key``, the change (both commits,
                                                  paths, changed lines, both texts, files
                                                  outside the root), the root as given and

@@ -322,6 +322,25 @@ def _behaviours_answer(env: Env, inputs: dict[str, Any]) -> Any:
     return behaviours_of(_changed_files(inputs), judge, str(env.dir / "cache"))
 
 
+# reach: the symbol tier's index of one graph's test modules
+def _reach_fresh(inputs: dict[str, Any]) -> Any:
+    return (tuple(inputs["units"]), (), ())
+
+
+def _reach_answer(env: Env, inputs: dict[str, Any]) -> Any:
+    from auditor.reach_memo import ReachMemo
+
+    memo = ReachMemo.open(str(env.dir / "cache"), inputs["graph"])
+    got = memo.get("tests.test_x")
+    if got is not None:
+        return got
+    env.computed.append("reach")
+    entry = _reach_fresh(inputs)
+    memo.put("tests.test_x", entry)
+    memo.save()
+    return entry
+
+
 # audit: the kept answer of `audit --base --head`
 def _audit_key(inputs: dict[str, Any]) -> str:
     from auditor.diff import Change, FileChange
@@ -440,6 +459,12 @@ CASES = [
              ("Python's version", _patched("sys.version", "3.99")),
              ("the tool's version", _new_version),
          ], "behaviours-*"),
+    Case("reach", _reach_answer, _reach_fresh, {"graph": "graphplain-a", "units": ["m:f"]}, [
+        ("another graph", _with(graph="graphplain-b", units=["m:g"])),
+        ("the auditor code", _patched("auditor.reach_memo.code_stamp", lambda d: "edited")),
+        ("Python's version", _patched("sys.version", "3.99")),
+        ("the tool's version", _new_version),
+    ], "reach-*"),
     Case("audit", _audit_answer, _audit_fresh,
          {"head": "h" * 40, "text": "y\n", "root": "/r", "options": "o", "bot": None}, [
              ("the head commit", _with(head="i" * 40)),
