@@ -10,7 +10,6 @@ later audit of the same change reads that form and imports neither networkx nor 
 from __future__ import annotations
 
 import ast
-import contextlib
 import hashlib
 import marshal
 import os
@@ -226,12 +225,6 @@ def _start(root: str, texts: dict[str, str] | None, exclude: set[str] | None, *,
         base = _read_plain(own) if change != NO_CHANGE else None
         patched = _patched(root, base, texts, exclude) if base is not None else None
         if patched is not None:
-            # The tree's own form made the newest but one before the change's is written:
-            # the forms are pruned oldest first (``keep``) and every new diff writes one, so
-            # the form each of them is patched from would go after a few, and the next new
-            # diff rebuild the whole graph.
-            with contextlib.suppress(OSError):
-                os.utime(own)
             path = _plain_path(hit[1], change)
             _write_parts(path, patched.plain)
             patched.key = os.path.basename(path)

@@ -155,8 +155,9 @@ def write_cache(path: str, payload: bytes, *, keep: int | None = 8) -> None:
 
 
 def prune(path: str, keep: int) -> None:
-    """Remove all but the ``keep`` newest cache files of ``path``'s kind: every change to the
-    plan is a new content key, and without this the cache directory grows without end."""
+    """Remove all but the ``keep`` newest cache files of ``path``'s kind (written or read
+    last: ``read_cache`` touches what it reads): every change to the plan is a new content
+    key, and without this the cache directory grows without end."""
     d, name = os.path.split(path)
     kind = name.split("-", 1)[0] + "-"
     found = []
@@ -182,6 +183,11 @@ def read_cache(path: str) -> bytes | None:
         return None
     if head[:n] != _SEAL or hashlib.sha256(payload).digest() != head[n:]:
         return None
+    # Used now: ``prune`` keeps the newest files of a kind, so a file read is kept as the
+    # newest (the least recently used goes first; the tree's own import graph, which every
+    # new diff reads and none writes, was pruned after four of them).
+    with contextlib.suppress(OSError):
+        os.utime(path)
     return payload
 
 

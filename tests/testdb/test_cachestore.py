@@ -105,6 +105,18 @@ def test_the_newest_records_of_a_kind_are_kept(tmp_path: Path) -> None:
     assert store.get(store.key(n=3)) == b"a" and store.get(store.key(n=0)) is None
 
 
+def test_a_record_read_is_kept_as_the_newest(tmp_path: Path) -> None:
+    """Pruning keeps the records used last: one read since (the tree's own import graph,
+    which every new diff reads and none writes) outlives newer ones written and never read."""
+    store = Store("audit", 1, str(tmp_path), keep=3)
+    for n in range(3):
+        store.put(store.key(n=n), b"a")
+        os.utime(store.path(store.key(n=n)), ns=(n * 10**9, n * 10**9))
+    assert store.get(store.key(n=0)) == b"a"  # the oldest written, read: now the newest
+    store.put(store.key(n=3), b"a")  # prunes to three: the least recently used goes
+    assert [store.get(store.key(n=n)) for n in range(4)] == [b"a", None, b"a", b"a"]
+
+
 # -- the seven caches, as one table --------------------------------------------------------
 
 
