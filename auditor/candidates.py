@@ -15,7 +15,7 @@ from auditor.reach_memo import ReachMemo
 from auditor.resolve import Link, Node, ReachOfTest, Resolver, link_of, reach_of, target_unit
 from testdb.index import Index
 from testdb.inventory.build import DEFAULT_DIRS
-from testdb.inventory.model import params_with_value, value_counts
+from testdb.inventory.model import params_text, params_with_value, value_counts, value_pieces
 
 
 def test_file_id(path: str) -> str | None:
@@ -317,8 +317,7 @@ class ValueCounts:
     which one search of their joined parameter texts says)."""
 
     def __init__(self, ids: Iterable[str]) -> None:
-        self._params = [tid[b + 1:-1] for tid in ids
-                        if (b := tid.find("[")) > 0 and tid.endswith("]")]
+        self._params = [p for p in map(params_text, ids) if p is not None]
         self._joined = "\0".join(self._params)
         self._memo: dict[str, int] = {}
 
@@ -326,8 +325,7 @@ class ValueCounts:
         got = self._memo.get(tok)
         if got is None:
             got = self._memo[tok] = 0 if tok not in self._joined else sum(
-                1 for p in self._params
-                if tok in p and tok in p.replace("=", "-").split("-"))
+                1 for p in self._params if tok in p and tok in value_pieces(p))
         return got
 
 

@@ -222,13 +222,25 @@ class Inventory:
         return cls(InventoryItem.from_json(d) for d in data.get("items", ()))
 
 
+def params_text(tid: str) -> str | None:
+    """The ``[...]`` part of a test id, without the brackets (None: the id has none)."""
+    b = tid.find("[")
+    return tid[b + 1:-1] if b > 0 and tid.endswith("]") else None
+
+
+def value_pieces(params: str) -> set[str]:
+    """The value pieces one id's ``params_text`` counts for (``value_counts``): each part
+    between ``-`` and ``=``, once."""
+    return set(params.replace("=", "-").split("-"))
+
+
 def value_counts(ids: Iterable[str]) -> dict[str, int]:
     """See ``Inventory.param_value_counts``."""
     pieces: list[str] = []
     for tid in ids:
-        b = tid.find("[")
-        if b > 0 and tid.endswith("]"):
-            pieces.extend(set(tid[b + 1:-1].replace("=", "-").split("-")))
+        params = params_text(tid)
+        if params is not None:
+            pieces.extend(value_pieces(params))
     return dict(Counter(pieces))  # counting one flat list runs in C
 
 

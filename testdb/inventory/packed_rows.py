@@ -14,7 +14,13 @@ from typing import Any, NamedTuple
 
 from testdb.inventory.groups import Group, Variant
 from testdb.inventory.groups import rows as group_rows
-from testdb.inventory.model import WILDCARD, InventoryItem, split_params
+from testdb.inventory.model import (
+    WILDCARD,
+    InventoryItem,
+    params_text,
+    split_params,
+    value_pieces,
+)
 
 # value -> [(file, positions in the file's ids, parameter names)]
 Entries = dict[str, list[tuple[str, list[int], list[str | None]]]]
@@ -114,9 +120,9 @@ def file_entries(ids: list[str]) -> tuple[FileEntries, list[str]]:
     per: FileEntries = {}
     pieces: list[str] = []
     for pos, tid in enumerate(ids):
-        b = tid.find("[")
-        if b > 0 and tid.endswith("]"):
-            pairs, got = _split(tid[b + 1:-1])
+        params = params_text(tid)
+        if params is not None:
+            pairs, got = _split(params)
             pieces.extend(got)
             for name, v in pairs:
                 where, names = per.setdefault(v, ([], []))
@@ -140,7 +146,7 @@ def _split(params: str) -> tuple[list[tuple[str | None, str]], set[str]]:
             _SPLITS.clear()
         got = _SPLITS[params] = (
             [(sys.intern(n) if n is not None else None, v) for n, v in split_params(params)],
-            set(params.replace("=", "-").split("-")))
+            value_pieces(params))
     return got
 
 
