@@ -1,8 +1,8 @@
 """git's answers to ``audit --base B [--head H]``, asked before the command line is parsed.
 
-A warm audit of a commit range imports click and its own modules (~60 ms on this project's
-2-core machine) before it runs its first git command, and then waits for git's answers
-(``rev-parse``, ``diff``: ~15 ms) with the other core idle. The console script, before
+A warm audit of a commit range starts and imports click and its own modules (78-83 ms on this
+project's 2-core machine) before it runs its first git command, and then waits for git's
+answers (``rev-parse``, ``diff``: ~15 ms) with the other core idle. The console script, before
 anything else, reads the command line (``reports.warm.range_of``) and, when it is an audit of
 a commit range, calls ``start``: those commands start with the very arguments
 ``auditor.diff.from_git`` gives them, and ``run_git`` takes the answer of a command started so
