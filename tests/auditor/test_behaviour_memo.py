@@ -87,6 +87,8 @@ def test_no_cache_dir_keeps_nothing(tmp_path: Path) -> None:
 
 def test_an_audit_judged_from_the_record_answers_as_afresh(run_cli, changed: Path,  # type: ignore[no-untyped-def]
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # a cache of its own: the session's may hold this graph's records from another test
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(changed.parent / "own-cache"))
     args = ("--root", str(changed), "audit", "--base", "HEAD~1", "--head", "HEAD", "--format",
             "json")
     first = run_cli(*args)

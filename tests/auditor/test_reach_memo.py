@@ -27,6 +27,8 @@ def _forget_answers() -> None:
 
 def test_the_same_graph_reads_the_index_back(run_cli, changed: Path,  # type: ignore[no-untyped-def]
                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # a cache of its own: the session's may hold this graph's records from another test
+    monkeypatch.setenv("TESTDB_CACHE_DIR", str(changed.parent / "own-cache"))
     args = ("--root", str(changed), "audit", "--base", "HEAD~1", "--head", "HEAD", "--format",
             "json")
     puts: list[str] = []
